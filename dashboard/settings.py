@@ -1,0 +1,133 @@
+"""Settings for the console and its workers.
+
+Everything that differs between machines comes from the environment:
+
+- ``DATABASE_URL``: default ``sqlite:///var/db.sqlite3`` (embedded); e.g.
+  ``postgres://postgres@127.0.0.1:5432/durable`` for PostgreSQL.
+- ``CELERY_BROKER_URL``: default ``sqla+sqlite:///var/celery-broker.sqlite3`` (kombu's
+  SQLAlchemy transport on a local file: no external service); e.g.
+  ``redis://127.0.0.1:6379/0``.
+- ``DJANGO_SECRET_KEY``: required when ``DJANGO_DEBUG`` is off.
+- ``DJANGO_DEBUG``: ``1`` (default) or ``0``.
+- ``DJANGO_ALLOWED_HOSTS``: comma separated; default ``127.0.0.1,localhost``.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("DURABLE_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or ("insecure-dev-only-key" if DEBUG else None)
+if not SECRET_KEY:
+    raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0")
+ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "durable",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "dashboard.urls"
+WSGI_APPLICATION = "dashboard.wsgi.application"
+ASGI_APPLICATION = "dashboard.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+
+def _database(url: str) -> dict:
+    db = dj_database_url.parse(url)
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        # The web server and the worker write the same file: WAL lets readers run beside
+        # a writer, IMMEDIATE takes the write lock up front (no deadlocked lock upgrades),
+        # and the timeout makes a busy writer wait instead of failing.
+        db["OPTIONS"] = {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+        }
+        # Tests share the database with a worker process, so it must be a file.
+        db["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+    return db
+
+
+DATABASES = {
+    "default": _database(os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"))
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+# Celery. The embedded default is kombu's SQLAlchemy transport on a SQLite file: a
+# real broker in a separate worker process with no service to install. Messages are rows
+# written in one transaction, so a reader never sees half a message (unlike kombu's
+# filesystem transport, kombu#1551).
+CELERY_BROKER_URL = os.environ.get(
+    "CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}"
+)
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ACKS_LATE = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The SQLAlchemy transport polls its table; one second is the default, a quarter keeps
+# the console responsive.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.25}
+
+# Graphs that runs can name: name -> "module:function" returning an uncompiled
+# StateGraph. durable.graphs compiles each with DjangoSaver.
+DURABLE_GRAPHS = {
+    "expense_approval": "examples.expense_approval:build_graph",
+    "parallel_review": "examples.parallel_review:build_graph",
+}
+
+LOGIN_URL = "admin:login"

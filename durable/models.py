@@ -1,0 +1,164 @@
+"""Tables behind LangGraph's checkpointer and the console's threads and runs.
+
+The four checkpoint tables follow LangGraph's PostgresSaver layout
+(``langgraph/checkpoint/postgres/base.py``, ``MIGRATIONS``): a checkpoint row per
+(thread_id, checkpoint_ns, checkpoint_id), one blob row per channel *version*, and the
+pending writes of each checkpoint. They hold plain thread ids, not foreign keys: any
+LangGraph graph may use ``DjangoSaver`` with any thread id, whether or not the console
+knows the thread. ``Thread`` and ``Run`` are the console's own index of what it started.
+"""
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+
+THREAD_ID_MAX_LENGTH = 255
+
+
+class Checkpoint(models.Model):
+    """One super-step boundary of one thread in one namespace.
+
+    ``checkpoint`` is LangGraph's ``Checkpoint`` dict serialized by the saver's ``serde``
+    (``type`` is the serializer's type tag), without the channel values that live in
+    ``CheckpointBlob``. ``metadata`` stays plain JSON so it can be filtered.
+    """
+
+    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
+    checkpoint_ns = models.TextField(blank=True, default="")
+    checkpoint_id = models.CharField(max_length=64)
+    parent_checkpoint_id = models.CharField(max_length=64, null=True, blank=True)
+    type = models.CharField(max_length=32)
+    checkpoint = models.BinaryField()
+    metadata = models.JSONField(default=dict, encoder=DjangoJSONEncoder)
+
+    class Meta:
+        constraints = [
+            # Serves both "by id" and "latest of a thread/namespace" (a backward scan of
+            # the (thread_id, checkpoint_ns) prefix): uuid6 ids sort by time.
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "checkpoint_id"],
+                name="checkpoint_pk",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.thread_id} {self.checkpoint_ns!r} {self.checkpoint_id}"
+
+
+class CheckpointBlob(models.Model):
+    """The value of one channel at one version. Written once, shared by every
+    checkpoint whose ``channel_versions`` names that version."""
+
+    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
+    checkpoint_ns = models.TextField(blank=True, default="")
+    channel = models.TextField()
+    version = models.CharField(max_length=64)
+    type = models.CharField(max_length=32)
+    blob = models.BinaryField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "channel", "version"],
+                name="checkpoint_blob_pk",
+            )
+        ]
+
+
+class CheckpointWrite(models.Model):
+    """A pending write of one task, saved against the checkpoint it ran from.
+
+    ``idx`` is the write's position in the task's writes, or a negative number from
+    ``WRITES_IDX_MAP`` for special channels (``__error__``, ``__interrupt__``, ...).
+    """
+
+    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
+    checkpoint_ns = models.TextField(blank=True, default="")
+    checkpoint_id = models.CharField(max_length=64)
+    task_id = models.CharField(max_length=64)
+    idx = models.IntegerField()
+    task_path = models.TextField(blank=True, default="")
+    channel = models.TextField()
+    type = models.CharField(max_length=32, null=True)
+    blob = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+                name="checkpoint_write_pk",
+            )
+        ]
+
+
+class Thread(models.Model):
+    """A thread the console knows: the graph it runs and where it stands.
+
+    The tenant arrives with multi-tenancy (issue 5): a ``tenant`` foreign key goes here,
+    and uniqueness becomes (tenant, thread_id).
+    """
+
+    class Status(models.TextChoices):
+        IDLE = "idle"
+        BUSY = "busy"
+        INTERRUPTED = "interrupted"
+        ERROR = "error"
+
+    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH, unique=True)
+    graph = models.CharField(max_length=100)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.IDLE)
+    metadata = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self):
+        return self.thread_id
+
+
+class Run(models.Model):
+    """One execution of a thread's graph by a worker.
+
+    ``input`` is the graph input for a ``start`` run; ``command`` is the ``Command``
+    arguments (``{"resume": ...}``) for a ``resume`` run. ``interrupts`` holds the
+    ``[{"id", "value"}]`` pending when the run stopped ``interrupted``.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCESS = "success"
+        ERROR = "error"
+        INTERRUPTED = "interrupted"
+
+    class Kind(models.TextChoices):
+        START = "start"
+        RESUME = "resume"
+
+    ACTIVE = (Status.PENDING, Status.RUNNING)
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    graph = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    input = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    command = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    interrupts = models.JSONField(default=list, blank=True, encoder=DjangoJSONEncoder)
+    error_type = models.CharField(max_length=200, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"run {self.pk} ({self.kind}, {self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
