@@ -123,11 +123,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # the console responsive.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.25}
 
-# Graphs that runs can name: name -> "module:function" returning an uncompiled
+# Graphs that runs can name: name -> dotted path of a function returning an uncompiled
 # StateGraph. durable.graphs compiles each with DjangoSaver.
 DURABLE_GRAPHS = {
-    "expense_approval": "examples.expense_approval:build_graph",
-    "parallel_review": "examples.parallel_review:build_graph",
+    "expense_approval": "examples.expense_approval.build_graph",
+    "parallel_review": "examples.parallel_review.build_graph",
 }
 
 LOGIN_URL = "admin:login"

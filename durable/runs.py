@@ -1,0 +1,199 @@
+"""The operations on threads: start a run, resume an interrupt, and execute a run.
+
+The console and (later) the API call only these. Each request is validated before
+anything is written; a rejected request raises ``InvalidRequest`` naming the field and
+leaves no Run row and no checkpoint behind. Accepted requests write a ``pending`` Run
+in one transaction and enqueue ``durable.tasks.execute_run`` when it commits; a Celery
+worker then calls ``execute``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from langgraph.types import Command, StateSnapshot
+
+from durable.checkpoint import check_thread_id
+from durable.graphs import UnknownGraph, get_graph
+from durable.models import Run, Thread
+from durable.values import jsonable
+
+logger = logging.getLogger(__name__)
+
+_THREAD_STATUS_AFTER = {
+    Run.Status.SUCCESS: Thread.Status.IDLE,
+    Run.Status.INTERRUPTED: Thread.Status.INTERRUPTED,
+    Run.Status.ERROR: Thread.Status.ERROR,
+}
+
+
+class InvalidRequest(ValueError):
+    """A request that was refused before anything changed. ``field`` names the input at
+    fault (``"graph"``, ``"input"``, ``"resume"``, ``"answers"``, ``"thread"``)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+# -- reading a thread -------------------------------------------------------------
+
+
+def _config(thread: Thread) -> dict:
+    return {"configurable": {"thread_id": thread.thread_id}}
+
+
+def thread_state(thread: Thread) -> StateSnapshot:
+    """The thread's latest ``StateSnapshot`` (values, next, tasks, interrupts)."""
+    return get_graph(thread.graph).get_state(_config(thread))
+
+
+def thread_history(thread: Thread, limit: int = 50) -> list[StateSnapshot]:
+    """The thread's checkpoints as ``StateSnapshot``s, newest first, at most ``limit``."""
+    return list(get_graph(thread.graph).get_state_history(_config(thread), limit=limit))
+
+
+def pending_interrupts(thread: Thread) -> list:
+    """The ``Interrupt``s (``.id``, ``.value``) waiting on the thread's latest checkpoint,
+    from every task (``StateSnapshot.interrupts``)."""
+    return list(thread_state(thread).interrupts)
+
+
+# -- requests -----------------------------------------------------------------------
+
+
+def start(graph: str, input: Any, *, thread_id: str | None = None) -> Run:
+    """Start ``graph`` on a new thread (or on ``thread_id``) with ``input``, a JSON object
+    whose keys are the graph's input channels. Returns the pending Run."""
+    try:
+        compiled = get_graph(graph)
+    except UnknownGraph as exc:
+        raise InvalidRequest("graph", str(exc)) from None
+    _check_input(compiled, input)
+    if thread_id is not None:
+        try:
+            thread_id = check_thread_id(thread_id)
+        except ValueError as exc:
+            raise InvalidRequest("thread", str(exc)) from None
+    with transaction.atomic():
+        thread, created = Thread.objects.get_or_create(
+            thread_id=thread_id or str(uuid.uuid4()), defaults={"graph": graph}
+        )
+        thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        if not created and thread.graph != graph:
+            raise InvalidRequest(
+                "graph", f"Thread {thread.thread_id!r} runs graph {thread.graph!r}, not {graph!r}."
+            )
+        return _enqueue(thread, kind=Run.Kind.START, input=input)
+
+
+def resume(thread: Thread, value: Any = None, *, answers: dict[str, Any] | None = None) -> Run:
+    """Answer the thread's pending interrupt(s) with a ``resume`` run.
+
+    Pass ``value`` when one interrupt is pending: the graph is resumed with
+    ``Command(resume=value)``. Pass ``answers`` ``{interrupt_id: value}`` to answer
+    several at once: ``Command(resume=answers)`` (LangGraph's resume map). Raises
+    ``InvalidRequest`` when nothing is pending, when an id is not pending, or when
+    several are pending and ``answers`` is not used.
+    """
+    pending = {i.id for i in pending_interrupts(thread)}
+    if not pending:
+        raise InvalidRequest(
+            "resume", f"Thread {thread.thread_id!r} has no pending interrupt to resume."
+        )
+    if answers is not None:
+        if not isinstance(answers, dict) or not answers:
+            raise InvalidRequest("answers", "answers must map interrupt ids to values.")
+        if unknown := sorted(set(answers) - pending):
+            raise InvalidRequest("answers", f"Not pending on this thread: {', '.join(unknown)}.")
+        command = {"resume": answers}
+    elif len(pending) > 1:
+        raise InvalidRequest(
+            "resume",
+            f"{len(pending)} interrupts are pending; answer each by its interrupt id.",
+        )
+    else:
+        command = {"resume": value}
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        return _enqueue(thread, kind=Run.Kind.RESUME, command=command)
+
+
+def _check_input(compiled, input: Any) -> None:
+    if not isinstance(input, dict):
+        raise InvalidRequest("input", "input must be a JSON object.")
+    # The input schema's channels, read from the builder rather than from a JSON schema,
+    # which not every state type can produce.
+    allowed = set(compiled.builder.schemas[compiled.builder.input_schema])
+    if unknown := sorted(set(input) - allowed):
+        raise InvalidRequest(
+            "input",
+            f"Unknown input key(s): {', '.join(unknown)}. "
+            f"The graph takes: {', '.join(sorted(allowed))}.",
+        )
+
+
+def _enqueue(thread: Thread, **fields) -> Run:
+    """Inside the caller's transaction, with ``thread`` locked: refuse a second active
+    run, write the pending Run, mark the thread busy, and enqueue on commit."""
+    if thread.runs.filter(status__in=Run.ACTIVE).exists():
+        raise InvalidRequest("thread", f"Thread {thread.thread_id!r} already has an active run.")
+    run = Run.objects.create(thread=thread, graph=thread.graph, **fields)
+    thread.status = Thread.Status.BUSY
+    thread.save(update_fields=["status", "updated_at"])
+    transaction.on_commit(lambda: _send(run.pk))
+    return run
+
+
+def _send(run_id: int) -> None:
+    from durable.tasks import execute_run  # tasks imports this module
+
+    execute_run.delay(run_id)
+
+
+# -- execution (in a worker) ----------------------------------------------------------
+
+
+def execute(run_id: int) -> str:
+    """Claim pending run ``run_id``, stream its graph to the end or to an interrupt, and
+    record the outcome on the Run and its Thread. Returns the run's final status; a run
+    that is not pending (already claimed or finished) is left alone."""
+    claimed = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
+        status=Run.Status.RUNNING, started_at=timezone.now()
+    )
+    run = Run.objects.select_related("thread").get(pk=run_id)
+    if not claimed:
+        return run.status
+    config = {
+        "configurable": {"thread_id": run.thread.thread_id},
+        "metadata": {"run_id": str(run.pk)},
+    }
+    graph = get_graph(run.graph)
+    try:
+        payload = Command(**run.command) if run.kind == Run.Kind.RESUME else run.input
+        for _ in graph.stream(payload, config, stream_mode="updates"):
+            pass
+        snapshot = graph.get_state(config)
+    except Exception as exc:
+        logger.exception("run %s failed", run.pk)
+        run.error_type = type(exc).__name__
+        run.error_message = str(exc)
+        return _finish(run, Run.Status.ERROR)
+    run.interrupts = [{"id": i.id, "value": jsonable(i.value)} for i in snapshot.interrupts]
+    return _finish(run, Run.Status.INTERRUPTED if run.interrupts else Run.Status.SUCCESS)
+
+
+def _finish(run: Run, status: str) -> str:
+    run.status = status
+    run.ended_at = timezone.now()
+    with transaction.atomic():
+        run.save()
+        Thread.objects.filter(pk=run.thread_id).update(
+            status=_THREAD_STATUS_AFTER[status], updated_at=run.ended_at
+        )
+    return status

@@ -1,0 +1,44 @@
+"""Turning graph state into JSON for storage on a Run and for display.
+
+State can hold anything LangGraph's serializer handles (Pydantic models, dataclasses,
+LangChain messages, sets, datetimes...). This makes a JSON-safe *view* of it; the
+checkpoint itself is untouched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import json
+import uuid
+from typing import Any
+
+
+def _default(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (uuid.UUID, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return repr(value)
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-safe copy of ``value`` (unknown objects become their ``repr``)."""
+    return json.loads(json.dumps(value, default=_default))
+
+
+def pretty(value: Any) -> str:
+    """``value`` as indented JSON text."""
+    return json.dumps(value, default=_default, indent=2, ensure_ascii=False, sort_keys=True)

@@ -1,0 +1,113 @@
+"""Expense approval: validate a claim, ask a human, then pay or reject.
+
+The approval request is shaped as LangChain v1's ``HITLRequest`` (the
+``HumanInTheLoopMiddleware`` payload: ``action_requests`` and ``review_configs`` with
+``allowed_decisions``), and the graph is resumed the way that middleware is:
+``Command(resume={"decisions": [{"type": "approve"}]})``, or ``{"type": "reject",
+"message": ...}``, or ``{"type": "edit", "edited_action": {"name", "args"}}``.
+See https://docs.langchain.com/oss/python/langchain/human-in-the-loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import NotRequired
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
+
+EXAMPLE_INPUT = {"employee": "Ada Lovelace", "amount": 120.5, "description": "Train to Leeds"}
+APPROVAL_LIMIT = 10_000
+
+
+class ExpenseState(TypedDict):
+    employee: str
+    amount: float
+    description: str
+    status: NotRequired[str]
+    problems: NotRequired[list[str]]
+    decision: NotRequired[dict]
+    payment: NotRequired[dict]
+
+
+def validate(state: ExpenseState) -> dict:
+    problems = []
+    if not str(state.get("employee", "")).strip():
+        problems.append("employee is empty")
+    amount = state.get("amount")
+    if not isinstance(amount, (int, float)) or amount <= 0:
+        problems.append("amount must be a positive number")
+    elif amount > APPROVAL_LIMIT:
+        problems.append(f"amount is over the limit of {APPROVAL_LIMIT}")
+    return {"problems": problems, "status": "invalid" if problems else "validated"}
+
+
+def after_validate(state: ExpenseState) -> str:
+    return END if state["problems"] else "request_approval"
+
+
+def request_approval(state: ExpenseState) -> Command:
+    args = {
+        "employee": state["employee"],
+        "amount": state["amount"],
+        "description": state["description"],
+    }
+    response = interrupt(
+        {
+            "action_requests": [
+                {
+                    "name": "pay_expense",
+                    "args": args,
+                    "description": (
+                        f"Pay {state['amount']:.2f} to {state['employee']} "
+                        f"for \u201c{state['description']}\u201d?"
+                    ),
+                }
+            ],
+            "review_configs": [
+                {
+                    "action_name": "pay_expense",
+                    "allowed_decisions": ["approve", "edit", "reject"],
+                }
+            ],
+        }
+    )
+    decision = response["decisions"][0]
+    if decision["type"] == "edit":
+        edited = decision["edited_action"]["args"]
+        return Command(goto="pay", update={"decision": decision, **edited})
+    if decision["type"] == "approve":
+        return Command(goto="pay", update={"decision": decision})
+    return Command(goto="reject", update={"decision": decision})
+
+
+def pay(state: ExpenseState) -> dict:
+    digest = hashlib.sha256(
+        f"{state['employee']}|{state['amount']}|{state['description']}".encode()
+    ).hexdigest()[:10]
+    return {
+        "status": "paid",
+        "payment": {
+            "payee": state["employee"],
+            "amount": state["amount"],
+            "reference": f"PAY-{digest.upper()}",
+        },
+    }
+
+
+def reject(state: ExpenseState) -> dict:
+    return {"status": "rejected"}
+
+
+def build_graph() -> StateGraph:
+    builder = StateGraph(ExpenseState)
+    builder.add_node("validate", validate)
+    builder.add_node("request_approval", request_approval, destinations=("pay", "reject"))
+    builder.add_node("pay", pay)
+    builder.add_node("reject", reject)
+    builder.add_edge(START, "validate")
+    builder.add_conditional_edges("validate", after_validate, ["request_approval", END])
+    builder.add_edge("pay", END)
+    builder.add_edge("reject", END)
+    return builder

@@ -1,0 +1,69 @@
+"""Parallel review: legal and finance review a document in the same super-step.
+
+Both reviewer nodes call ``interrupt()``, so the run stops with two pending interrupts.
+They are answered together, by interrupt id:
+``Command(resume={legal_interrupt_id: {...}, finance_interrupt_id: {...}})``
+(LangGraph's resume map, langgraph#4406).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, NotRequired
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
+
+EXAMPLE_INPUT = {"document": "Supplier contract v3: 24 months, 2% late fee."}
+
+RESPONSE_SCHEMA = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "comment": {"type": "string"}},
+    "required": ["approved"],
+}
+
+
+class ReviewState(TypedDict):
+    document: str
+    reviews: Annotated[list[dict], operator.add]
+    verdict: NotRequired[str]
+
+
+def _review(reviewer: str, state: ReviewState) -> dict:
+    answer = interrupt(
+        {
+            "reviewer": reviewer,
+            "question": f"Does {reviewer} approve this document?",
+            "document": state["document"],
+            "response_schema": RESPONSE_SCHEMA,
+        }
+    )
+    approved = bool(answer.get("approved")) if isinstance(answer, dict) else bool(answer)
+    comment = answer.get("comment", "") if isinstance(answer, dict) else ""
+    return {"reviews": [{"reviewer": reviewer, "approved": approved, "comment": comment}]}
+
+
+def legal_review(state: ReviewState) -> dict:
+    return _review("legal", state)
+
+
+def finance_review(state: ReviewState) -> dict:
+    return _review("finance", state)
+
+
+def decide(state: ReviewState) -> dict:
+    approved = all(review["approved"] for review in state["reviews"])
+    return {"verdict": "approved" if approved else "changes requested"}
+
+
+def build_graph() -> StateGraph:
+    builder = StateGraph(ReviewState)
+    builder.add_node("legal_review", legal_review)
+    builder.add_node("finance_review", finance_review)
+    builder.add_node("decide", decide)
+    builder.add_edge(START, "legal_review")
+    builder.add_edge(START, "finance_review")
+    builder.add_edge(["legal_review", "finance_review"], "decide")
+    builder.add_edge("decide", END)
+    return builder
