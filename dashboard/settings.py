@@ -119,9 +119,6 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# The SQLAlchemy transport polls its table; one second is the default, a quarter keeps
-# the console responsive.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.25}
 
 # Graphs that runs can name: name -> dotted path of a function returning an uncompiled
 # StateGraph. durable.graphs compiles each with DjangoSaver.

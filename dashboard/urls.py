@@ -1,1 +1,12 @@
-urlpatterns = []
+from django.contrib import admin
+from django.urls import path
+
+from dashboard import views
+
+urlpatterns = [
+    path("", views.thread_list, name="threads"),
+    path("runs/start/", views.start_run, name="start-run"),
+    path("threads/<int:pk>/", views.thread_detail, name="thread"),
+    path("threads/<int:pk>/resume/", views.resume_thread, name="resume"),
+    path("admin/", admin.site.urls),
+]

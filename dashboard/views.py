@@ -1,0 +1,126 @@
+"""The operator console's pages. Views read models and call ``durable.runs``; they never
+touch a saver or Celery directly."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard.forms import ResumeForm, StartRunForm
+from durable import runs
+from durable.graphs import example_input, graph_names
+from durable.models import Run, Thread
+
+THREADS_PER_PAGE = 50
+HISTORY_LIMIT = 50
+
+
+@require_GET
+def thread_list(request):
+    return _render_thread_list(request, StartRunForm())
+
+
+@require_POST
+def start_run(request):
+    form = StartRunForm(request.POST)
+    if form.is_valid():
+        try:
+            run = runs.start(form.cleaned_data["graph"], form.cleaned_data["input"])
+        except runs.InvalidRequest as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            return _see_other(reverse("thread", args=[run.thread_id]))
+    return _render_thread_list(request, form, status=400)
+
+
+def _see_other(url: str) -> HttpResponseRedirect:
+    """303: the browser follows a POST's result with a GET."""
+    return HttpResponseRedirect(url, status=303)
+
+
+def _render_thread_list(request, form, status=200):
+    threads = Thread.objects.all()
+    if wanted := request.GET.get("status"):
+        threads = threads.filter(status=wanted)
+    page = Paginator(threads.order_by("-updated_at", "-pk"), THREADS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    counts = dict(Thread.objects.values_list("status").annotate(n=Count("pk")))
+    start_forms = [
+        {
+            "graph": name,
+            "input": (
+                form.data.get("input")
+                if form.is_bound and form.data.get("graph") == name
+                else json.dumps(example_input(name), indent=2)
+            ),
+            "errors": form.errors if form.is_bound and form.data.get("graph") == name else {},
+        }
+        for name in graph_names()
+    ]
+    orphan_errors = (
+        form.errors if form.is_bound and form.data.get("graph") not in graph_names() else {}
+    )
+    return render(
+        request,
+        "dashboard/thread_list.html",
+        {
+            "page": page,
+            "status_tabs": [(v, label, counts.get(v, 0)) for v, label in Thread.Status.choices],
+            "status_filter": wanted or "",
+            "start_forms": start_forms,
+            "orphan_errors": orphan_errors,
+        },
+        status=status,
+    )
+
+
+@require_GET
+def thread_detail(request, pk: int):
+    thread = get_object_or_404(Thread, pk=pk)
+    return _render_thread(request, thread)
+
+
+@require_POST
+def resume_thread(request, pk: int):
+    thread = get_object_or_404(Thread, pk=pk)
+    pending = runs.pending_interrupts(thread)
+    form = ResumeForm(pending, request.POST)
+    if not pending:
+        form.add_error(None, f"Thread {thread.thread_id!r} has no pending interrupt to resume.")
+    elif form.is_valid():
+        try:
+            runs.resume(thread, **form.resume_args)
+        except runs.InvalidRequest as exc:
+            form.add_error(None, exc.message)
+        else:
+            return _see_other(reverse("thread", args=[thread.pk]))
+    return _render_thread(request, thread, form=form, status=400)
+
+
+def _render_thread(request, thread, form=None, status=200):
+    state = runs.thread_state(thread)
+    active_run = thread.runs.filter(status__in=Run.ACTIVE).first()
+    pending = list(state.interrupts)
+    context = {
+        "thread": thread,
+        "state": state,
+        "history": runs.thread_history(thread, limit=HISTORY_LIMIT),
+        "history_limit": HISTORY_LIMIT,
+        "recent_runs": thread.runs.all()[:10],
+        "active_run": active_run,
+        "pending": pending,
+        "resume_form": form or ResumeForm(pending),
+    }
+    template = "dashboard/thread_detail.html"
+    if request.htmx and request.htmx.target == "live":
+        template += "#live"
+    response = render(request, template, context, status=status)
+    response["Vary"] = "HX-Request"
+    return response
