@@ -162,11 +162,15 @@ def _send(run_id: int) -> None:
 def execute(run_id: int) -> str:
     """Claim pending run ``run_id``, stream its graph to the end or to an interrupt, and
     record the outcome on the Run and its Thread. Returns the run's final status; a run
-    that is not pending (already claimed or finished) is left alone."""
+    that is not pending (already claimed or finished) is left alone, and a run that no
+    longer exists returns ``"missing"``."""
     claimed = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
         status=Run.Status.RUNNING, started_at=timezone.now()
     )
-    run = Run.objects.select_related("thread").get(pk=run_id)
+    run = Run.objects.select_related("thread").filter(pk=run_id).first()
+    if run is None:  # its thread was deleted before a worker got to it
+        logger.warning("run %s no longer exists", run_id)
+        return "missing"
     if not claimed:
         return run.status
     config = {

@@ -1,0 +1,132 @@
+"""Shared fixtures: a real Celery worker process on the test database, and helpers.
+
+The test database must be visible to the worker, so tests that use the worker are
+``transaction=True`` (committed data) and, on SQLite, the test database is a file
+(``settings.DATABASES["default"]["TEST"]["NAME"]``).
+
+The broker is ``CELERY_BROKER_URL`` when set (``make test`` sets Redis for the
+PostgreSQL pass), else a SQLite file of kombu's SQLAlchemy transport kept apart from
+the one ``make run`` uses.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from dashboard.celery import app as celery_app
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER_LOG = settings.VAR_DIR / "test-worker.log"
+
+
+def wait_for(predicate, timeout=60.0, interval=0.1, message="condition"):
+    """Poll ``predicate`` until it returns a truthy value; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def _test_broker_url() -> str:
+    return os.environ.get("CELERY_BROKER_URL") or (
+        f"sqla+sqlite:///{settings.VAR_DIR / 'test-celery-broker.sqlite3'}"
+    )
+
+
+def _database_url() -> str:
+    """A DATABASE_URL naming the *test* database, for processes started by tests."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    user = db.get("USER") or ""
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    host = db.get("HOST") or "127.0.0.1"
+    port = db.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
+
+
+def worker_env() -> dict:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=_database_url(),
+        CELERY_BROKER_URL=_test_broker_url(),
+        DJANGO_SETTINGS_MODULE="dashboard.settings",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+@pytest.fixture(scope="session")
+def celery_broker():
+    """Point this process's Celery app at the test broker and empty its queue, so no
+    task from an earlier test session reaches this session's fresh database."""
+    celery_app.conf.broker_url = _test_broker_url()
+    with celery_app.connection_for_write() as conn:
+        conn.default_channel.queue_declare("celery", durable=True, auto_delete=False)
+        conn.default_channel.queue_purge("celery")
+    yield celery_app
+
+
+class WorkerProcess:
+    def __init__(self, log_path: Path):
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    def start(self):
+        self.log_path.write_text("")
+        self._log = self.log_path.open("a")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "dashboard",
+                "worker",
+                "--loglevel=INFO",
+                "--concurrency=2",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                f"--hostname=test-{os.getpid()}@%h",
+            ],
+            cwd=ROOT,
+            env=worker_env(),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for(lambda: "ready." in self.log(), timeout=60, message="the worker to be ready")
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def worker(django_db_setup, django_db_blocker, celery_broker):
+    """A real ``celery -A dashboard worker`` process on the test database and broker."""
+    process = WorkerProcess(WORKER_LOG).start()
+    yield process
+    process.stop()
