@@ -46,7 +46,9 @@ class ResumeForm(forms.Form):
                         choices=[(d, d) for d in action.allowed if d in ("approve", "reject")],
                         error_messages={
                             "required": f"Choose a decision for {action.name}.",
-                            "invalid_choice": f"{{value}} is not allowed for {action.name}.",
+                            "invalid_choice": "%(value)s is not allowed for "
+                            + action.name.replace("%", "%%")
+                            + ".",
                         },
                     )
                     self.fields[f"message-{item.id}-{action.index}"] = forms.CharField(

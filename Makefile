@@ -1,0 +1,44 @@
+# The README's two commands: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# The PostgreSQL + Redis pass of `make test`.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/durable
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: run test install lint chromium
+
+$(INSTALLED): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(INSTALLED)
+
+# Set up, migrate, then serve the console and run a worker beside it (Ctrl-C stops both).
+run: install
+	$(BIN)/python manage.py migrate --noinput
+	@echo "Console: http://$(HOST):$(PORT)/"
+	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
+	$(BIN)/python manage.py runserver $(HOST):$(PORT) --noreload
+
+# Browser tests drive Debian's chromium; Playwright cannot download browsers here.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# The whole suite twice: on SQLite with the embedded broker, then on PostgreSQL + Redis.
+test: install chromium lint
+	$(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/python -m pytest
+	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(BIN)/python -m pytest

@@ -1,0 +1,63 @@
+"""The approval flow in Debian's chromium, driven by Playwright, against the live
+console and a real worker process."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from durable.models import Run
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Headless as root on a machine with no outside network (see the machine notes).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def page(monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test
+    # makes between page actions are still plain synchronous calls.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        page.set_default_timeout(30_000)
+        yield page
+        browser.close()
+
+
+def test_operator_starts_an_expense_run_and_approves_it(page, live_server, worker):
+    page.goto(live_server.url)
+    page.get_by_role("button", name="Start expense_approval").click()
+
+    # The thread page follows the run until the worker reaches the interrupt.
+    expect(page).to_have_url(re.compile(r"/threads/\d+/$"))
+    expect(page.get_by_role("heading", name="pay_expense")).to_be_visible()
+    expect(page.get_by_test_id("thread-status")).to_have_text("interrupted")
+    expect(page.get_by_text("Pay 120.50 to Ada Lovelace")).to_be_visible()
+
+    page.get_by_role("button", name="Approve").click()
+
+    expect(page.get_by_test_id("thread-status")).to_have_text("idle")
+    state = page.get_by_test_id("state-values")
+    expect(state).to_contain_text('"status": "paid"')
+    expect(state).to_contain_text('"reference": "PAY-')
+    expect(page.get_by_role("button", name="Approve")).to_have_count(0)
+
+    assert list(Run.objects.order_by("pk").values_list("kind", "status")) == [
+        ("start", "interrupted"),
+        ("resume", "success"),
+    ]

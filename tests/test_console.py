@@ -1,0 +1,166 @@
+"""The console's pages through Django's test client; runs go to a real worker."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from durable import runs
+from durable.models import Checkpoint, Run, Thread
+from tests.test_worker import EXPENSE, finished
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def start_form(graph: str, input_text: str) -> dict:
+    return {"graph": graph, "input": input_text}
+
+
+def counts() -> tuple[int, int, int]:
+    return Thread.objects.count(), Run.objects.count(), Checkpoint.objects.count()
+
+
+def test_threads_page_offers_a_start_form_per_registered_graph(client):
+    page = client.get(reverse("threads")).content.decode()
+    assert "Start expense_approval" in page
+    assert "Start parallel_review" in page
+    # The form comes filled with the graph's example input.
+    assert "Ada Lovelace" in page
+
+
+def test_starting_a_run_redirects_to_its_thread(client, worker):
+    response = client.post(
+        reverse("start-run"), start_form("expense_approval", json.dumps(EXPENSE))
+    )
+    assert response.status_code == 303
+    run = Run.objects.get()
+    assert response["Location"] == reverse("thread", args=[run.thread_id])
+    assert run.input == EXPENSE
+    assert finished(run).status == Run.Status.INTERRUPTED
+
+
+@pytest.mark.parametrize(
+    ("graph", "input_text", "message"),
+    [
+        ("no_such_graph", "{}", "Unknown graph &#x27;no_such_graph&#x27;"),
+        ("expense_approval", '{"employee": "Ada",', "The input is not valid JSON"),
+        ("expense_approval", '["not", "an", "object"]', "input must be a JSON object"),
+        ("expense_approval", '{"salary": 1}', "Unknown input key(s): salary"),
+    ],
+)
+def test_bad_start_requests_explain_and_change_nothing(client, graph, input_text, message):
+    response = client.post(reverse("start-run"), start_form(graph, input_text))
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert counts() == (0, 0, 0)
+
+
+def test_resume_with_nothing_pending_explains_and_changes_nothing(client, worker):
+    run = finished(runs.start("expense_approval", EXPENSE))
+    thread = Thread.objects.get(pk=run.thread_id)
+    finished(runs.resume(thread, {"decisions": [{"type": "approve"}]}))
+    before = counts()
+
+    response = client.post(reverse("resume", args=[thread.pk]), {"decision-whatever-0": "approve"})
+
+    assert response.status_code == 400
+    assert "has no pending interrupt to resume" in response.content.decode()
+    assert counts() == before
+
+
+def test_an_answer_that_is_not_json_explains_and_changes_nothing(client, worker):
+    run = finished(runs.start("parallel_review", {"document": "Lease"}))
+    thread = Thread.objects.get(pk=run.thread_id)
+    ids = [i["id"] for i in run.interrupts]
+    before = counts()
+
+    response = client.post(
+        reverse("resume", args=[thread.pk]),
+        {f"answer-{ids[0]}": '{"approved": true}', f"answer-{ids[1]}": "{approved: yes}"},
+    )
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "The answer is not valid JSON" in page
+    # What the operator typed is kept for correction.
+    assert "{approved: yes}" in page
+    assert counts() == before
+
+
+def test_both_parallel_interrupts_are_answered_in_one_submit(client, worker):
+    run = finished(runs.start("parallel_review", {"document": "Lease"}))
+    thread = Thread.objects.get(pk=run.thread_id)
+    page = client.get(reverse("thread", args=[thread.pk])).content.decode()
+    ids = [i["id"] for i in run.interrupts]
+    assert all(f'name="answer-{i}"' in page for i in ids)
+
+    response = client.post(
+        reverse("resume", args=[thread.pk]),
+        {f"answer-{i}": '{"approved": true}' for i in ids},
+    )
+
+    assert response.status_code == 303
+    resumed = thread.runs.get(kind=Run.Kind.RESUME)
+    assert resumed.command == {"resume": {i: {"approved": True} for i in ids}}
+    assert finished(resumed).status == Run.Status.SUCCESS
+    assert runs.thread_state(thread).values["verdict"] == "approved"
+
+
+def test_a_hitl_rejection_sends_the_reason(client, worker):
+    run = finished(runs.start("expense_approval", EXPENSE))
+    [pending] = run.interrupts
+    thread = Thread.objects.get(pk=run.thread_id)
+    client.post(
+        reverse("resume", args=[thread.pk]),
+        {f"decision-{pending['id']}-0": "reject", f"message-{pending['id']}-0": "Duplicate"},
+    )
+    resumed = thread.runs.get(kind=Run.Kind.RESUME)
+    assert resumed.command == {
+        "resume": {"decisions": [{"type": "reject", "message": "Duplicate"}]}
+    }
+    finished(resumed)
+    assert runs.thread_state(thread).values["status"] == "rejected"
+
+
+def test_a_decision_the_request_does_not_allow_is_refused(client, worker):
+    run = finished(runs.start("expense_approval", EXPENSE))
+    [pending] = run.interrupts
+    thread = Thread.objects.get(pk=run.thread_id)
+    before = counts()
+    response = client.post(
+        reverse("resume", args=[thread.pk]), {f"decision-{pending['id']}-0": "pay-twice"}
+    )
+    assert response.status_code == 400
+    assert "pay-twice is not allowed for pay_expense" in response.content.decode()
+    assert counts() == before
+
+
+def test_the_live_section_polls_only_while_a_run_is_active(client, worker):
+    run = runs.start("expense_approval", EXPENSE)
+    headers = {"HX-Request": "true", "HX-Target": "live"}
+    url = reverse("thread", args=[run.thread_id])
+    # Right after the start the run is pending or running: the fragment asks to poll.
+    fragment = client.get(url, headers=headers).content.decode()
+    assert fragment.lstrip().startswith('<section id="live"')
+    assert "<html" not in fragment
+    assert 'hx-trigger="every 1s"' in fragment
+    finished(run)
+    fragment = client.get(url, headers=headers).content.decode()
+    assert "hx-trigger" not in fragment
+    assert "Approve" in fragment
+
+
+def test_forms_need_a_csrf_token(worker):
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    response = strict.post(reverse("start-run"), start_form("expense_approval", "{}"))
+    assert response.status_code == 403
+    assert Run.objects.count() == 0
+
+
+def test_unknown_thread_is_a_404(client):
+    assert client.get(reverse("thread", args=[999999])).status_code == 404
+    assert client.post(reverse("resume", args=[999999])).status_code == 404
