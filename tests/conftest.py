@@ -26,6 +26,7 @@ from dashboard.celery import app as celery_app
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER_LOG = settings.VAR_DIR / "test-worker.log"
+WORKER_APPLICATION_NAME = "durable-test-worker"
 
 
 def wait_for(predicate, timeout=60.0, interval=0.1, message="condition"):
@@ -64,6 +65,8 @@ def worker_env() -> dict:
         CELERY_BROKER_URL=_test_broker_url(),
         DJANGO_SETTINGS_MODULE="dashboard.settings",
         PYTHONUNBUFFERED="1",
+        # libpq names every PostgreSQL connection of the worker, so tests can count them.
+        PGAPPNAME=WORKER_APPLICATION_NAME,
     )
     return env
 

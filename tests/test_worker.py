@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 
 import pytest
@@ -11,7 +12,7 @@ from django.db import connection
 from durable import runs
 from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite, Run, Thread
 from durable.tasks import execute_run
-from tests.conftest import wait_for
+from tests.conftest import WORKER_APPLICATION_NAME, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -139,24 +140,36 @@ def test_unchanged_channels_are_not_copied_into_new_blobs(worker):
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="counts PostgreSQL backends")
 def test_runs_leave_no_database_connection_open(worker):
-    def others() -> int:
+    def worker_connections() -> int:
         with connection.cursor() as cur:
             cur.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid()"
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                [WORKER_APPLICATION_NAME],
             )
             return cur.fetchone()[0]
 
-    baseline = wait_for(lambda: others() == 0 and "idle", timeout=30, message="an idle worker")
-    assert baseline
-    for _ in range(3):
-        run = finished(runs.start("expense_approval", EXPENSE))
-        finished(
-            runs.resume(Thread.objects.get(pk=run.thread_id), {"decisions": [{"type": "approve"}]})
-        )
-    # The worker closes what it opened once each task ends (LangGraph's saver threads
-    # included); give it a moment to get there, then there must be none.
-    wait_for(lambda: others() == 0, timeout=10, message="the worker's connections to close")
+    seen, stop = [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            seen.append(worker_connections())
+            time.sleep(0.005)
+        connection.close()
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        for _ in range(3):
+            run = finished(runs.start("expense_approval", EXPENSE))
+            thread = Thread.objects.get(pk=run.thread_id)
+            finished(runs.resume(thread, {"decisions": [{"type": "approve"}]}))
+    finally:
+        stop.set()
+        sampler.join()
+    assert max(seen) > 0, "the worker's connections were never seen: is PGAPPNAME set?"
+    # The worker closes what it opened once each task ends (the connections of
+    # LangGraph's saver threads included); give it a moment, then there must be none.
+    wait_for(lambda: worker_connections() == 0, timeout=10, message="no worker connection")
 
 
 def test_broker_survives_a_thousand_quick_enqueues(worker):
