@@ -164,3 +164,17 @@ def test_forms_need_a_csrf_token(worker):
 def test_unknown_thread_is_a_404(client):
     assert client.get(reverse("thread", args=[999999])).status_code == 404
     assert client.post(reverse("resume", args=[999999])).status_code == 404
+
+
+def test_admin_lists_threads_and_runs_but_offers_no_delete(admin_client):
+    thread = Thread.objects.create(thread_id="admin-visible", graph="expense_approval")
+    Run.objects.create(thread=thread, graph=thread.graph, kind=Run.Kind.START, input={})
+    listing = admin_client.get(reverse("admin:durable_thread_changelist"))
+    assert listing.status_code == 200
+    assert "admin-visible" in listing.content.decode()
+    assert admin_client.get(reverse("admin:durable_run_changelist")).status_code == 200
+    # Deleting a thread here would leave its checkpoints behind.
+    assert (
+        admin_client.get(reverse("admin:durable_thread_delete", args=[thread.pk])).status_code
+        == 403
+    )
