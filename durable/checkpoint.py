@@ -234,29 +234,23 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         ``before`` keeps checkpoints older than that config's checkpoint id; ``limit``
         caps the count. Rows are read ``LIST_PAGE_SIZE`` at a time.
         """
-        remaining = _check_limit(limit)
-        cursor = None
-        while remaining is None or remaining > 0:
-            page_size = LIST_PAGE_SIZE if remaining is None else min(remaining, LIST_PAGE_SIZE)
-            tuples, cursor = self._list_page(config, filter, before, page_size, cursor)
-            yield from tuples
-            if remaining is not None:
-                remaining -= len(tuples)
-            if cursor is None:
-                return
+        pages = _Pages(limit)
+        while pages.next_size():
+            yield from self._list_page(config, filter, before, pages)
 
-    def _list_page(self, config, filter, before, page_size, cursor):
+    def _list_page(self, config, filter, before, pages: _Pages) -> list[CheckpointTuple]:
         rows = _list_query(self.using, config, filter, before)
-        if cursor is not None:
-            last_id, last_pk = cursor
+        if pages.cursor is not None:
+            last_id, last_pk = pages.cursor
             rows = rows.filter(
                 Q(checkpoint_id__lt=last_id) | Q(checkpoint_id=last_id, pk__lt=last_pk)
             )
+        size = pages.next_size()
         with self._db():
-            page = list(rows.order_by("-checkpoint_id", "-pk")[:page_size])
+            page = list(rows.order_by("-checkpoint_id", "-pk")[:size])
             tuples = self._load(page)
-        next_cursor = (page[-1].checkpoint_id, page[-1].pk) if len(page) == page_size else None
-        return tuples, next_cursor
+        pages.advance(page, size)
+        return tuples
 
     def _load(self, rows: Sequence[models.Checkpoint]) -> list[CheckpointTuple]:
         """Turn checkpoint rows into tuples with two more queries per (thread, namespace):
@@ -360,19 +354,10 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        remaining = _check_limit(limit)
-        cursor = None
-        while remaining is None or remaining > 0:
-            page_size = LIST_PAGE_SIZE if remaining is None else min(remaining, LIST_PAGE_SIZE)
-            tuples, cursor = await asyncio.to_thread(
-                self._list_page, config, filter, before, page_size, cursor
-            )
-            for item in tuples:
+        pages = _Pages(limit)
+        while pages.next_size():
+            for item in await asyncio.to_thread(self._list_page, config, filter, before, pages):
                 yield item
-            if remaining is not None:
-                remaining -= len(tuples)
-            if cursor is None:
-                return
 
     async def aput(
         self,
@@ -415,10 +400,29 @@ def _split_channel_values(checkpoint: Checkpoint) -> tuple[dict, dict]:
     return payload, blob_values
 
 
-def _check_limit(limit: int | None) -> int | None:
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be 0 or more, got {limit}")
-    return limit
+class _Pages:
+    """Where ``list`` stands: how many checkpoints it may still return (``limit``) and
+    the keyset cursor, (checkpoint_id, pk) of the last row read."""
+
+    def __init__(self, limit: int | None):
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be 0 or more, got {limit}")
+        self.remaining = limit
+        self.cursor: tuple[str, int] | None = None
+        self.done = limit == 0
+
+    def next_size(self) -> int:
+        """Rows to read next; 0 once the listing is over."""
+        if self.done:
+            return 0
+        return LIST_PAGE_SIZE if self.remaining is None else min(self.remaining, LIST_PAGE_SIZE)
+
+    def advance(self, page: list, size: int) -> None:
+        if self.remaining is not None:
+            self.remaining -= len(page)
+        self.done = len(page) < size or self.remaining == 0
+        if page:
+            self.cursor = (page[-1].checkpoint_id, page[-1].pk)
 
 
 def _typed(dumped: tuple[str, bytes | None], field: str) -> dict:
