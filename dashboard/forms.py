@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 from django import forms
+from jsonschema import SchemaError
+from jsonschema.validators import validator_for
 
 from dashboard import interrupts
 from durable.graphs import graph_names
@@ -43,7 +45,7 @@ class ResumeForm(forms.Form):
                 for action in interrupts.hitl_actions(item.value):
                     self.fields[f"decision-{item.id}-{action.index}"] = forms.ChoiceField(
                         label=f"Decision for {action.name}",
-                        choices=[(d, d) for d in action.allowed if d in ("approve", "reject")],
+                        choices=[(d, d) for d in action.allowed if d in SUPPORTED_DECISIONS],
                         error_messages={
                             "required": f"Choose a decision for {action.name}.",
                             "invalid_choice": "%(value)s is not allowed for "
@@ -54,6 +56,12 @@ class ResumeForm(forms.Form):
                     self.fields[f"message-{item.id}-{action.index}"] = forms.CharField(
                         required=False, label="Reason (sent with a rejection)"
                     )
+                    if "edit" in action.allowed:
+                        self.fields[f"args-{item.id}-{action.index}"] = forms.CharField(
+                            required=False,
+                            label="Arguments (JSON, sent with an edit)",
+                            initial=json.dumps(action.args, indent=2),
+                        )
             else:
                 self.fields[f"answer-{item.id}"] = forms.CharField(
                     label="Answer (JSON)",
@@ -67,29 +75,78 @@ class ResumeForm(forms.Form):
             return cleaned
         answers = {}
         for item in self.pending:
-            if interrupts.kind_of(item.value) == interrupts.HITL:
-                answers[item.id] = {"decisions": self._decisions(item, cleaned)}
-            else:
-                key = f"answer-{item.id}"
-                try:
-                    answers[item.id] = _parse_json(cleaned[key], "answer")
-                except forms.ValidationError as exc:
-                    self.add_error(key, exc)
+            try:
+                if interrupts.kind_of(item.value) == interrupts.HITL:
+                    answers[item.id] = {"decisions": self._decisions(item, cleaned)}
+                else:
+                    answers[item.id] = self._answer(item, cleaned)
+            except forms.ValidationError as exc:
+                self.add_error(None, exc)  # a {field: message} error lands on its field
+        if self.errors:
+            return cleaned
         if len(answers) == 1:
             self.resume_args = {"value": next(iter(answers.values()))}
         else:
             self.resume_args = {"answers": answers}
         return cleaned
 
+    def _answer(self, item, cleaned):
+        key = f"answer-{item.id}"
+        answer = _field_error(key, _parse_json, cleaned[key], "answer")
+        schema = item.value.get("response_schema") if isinstance(item.value, dict) else None
+        if isinstance(schema, dict):
+            _field_error(key, _check_schema, answer, schema)
+        return answer
+
     def _decisions(self, item, cleaned) -> list[dict]:
         decisions = []
         for action in interrupts.hitl_actions(item.value):
-            decision = {"type": cleaned[f"decision-{item.id}-{action.index}"]}
-            message = cleaned.get(f"message-{item.id}-{action.index}", "").strip()
-            if decision["type"] == "reject" and message:
-                decision["message"] = message
+            kind = cleaned[f"decision-{item.id}-{action.index}"]
+            decision = {"type": kind}
+            if kind == "reject":
+                if message := cleaned.get(f"message-{item.id}-{action.index}", "").strip():
+                    decision["message"] = message
+            elif kind == "edit":
+                key = f"args-{item.id}-{action.index}"
+                args = _field_error(key, _parse_json, cleaned.get(key) or "", "arguments")
+                if not isinstance(args, dict):
+                    raise _error_on(key, "The arguments must be a JSON object.")
+                if args == action.args and "approve" in action.allowed:
+                    decision = {"type": "approve"}  # an edit that changes nothing approves
+                else:
+                    decision["edited_action"] = {"name": action.name, "args": args}
             decisions.append(decision)
         return decisions
+
+
+# Decisions this form can make; "respond" (the human acting as the tool) is not offered yet.
+SUPPORTED_DECISIONS = ("approve", "edit", "reject")
+
+
+def _error_on(field: str, message: str) -> forms.ValidationError:
+    return forms.ValidationError({field: message})
+
+
+def _field_error(field: str, check, *args):
+    """Run ``check``; re-raise its ValidationError as an error on ``field``."""
+    try:
+        return check(*args)
+    except forms.ValidationError as exc:
+        raise _error_on(field, exc.messages[0]) from None
+
+
+def _check_schema(answer, schema: dict) -> None:
+    try:
+        validator = validator_for(schema)(schema)
+        validator.check_schema(schema)
+    except SchemaError:
+        return  # the graph's schema is broken: nothing to check the answer against
+    if error := next(iter(validator.iter_errors(answer)), None):
+        where = "/".join(str(p) for p in error.absolute_path) or "the answer"
+        raise forms.ValidationError(
+            f"The answer does not match the interrupt's response_schema at {where}: "
+            f"{error.message}."
+        )
 
 
 def _parse_json(text: str, name: str):
@@ -97,3 +154,5 @@ def _parse_json(text: str, name: str):
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(f"The {name} is not valid JSON: {exc}.") from None
+    except RecursionError:
+        raise forms.ValidationError(f"The {name} is nested too deeply.") from None

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from dashboard import interrupts
 from dashboard.forms import ResumeForm, StartRunForm
 from durable import runs
 from durable.graphs import example_input, graph_names
@@ -104,6 +105,16 @@ def resume_thread(request, pk: int):
     return _render_thread(request, thread, form=form, status=400)
 
 
+def _one_click(pending) -> bool:
+    """One interrupt with one HITL action: each decision is its own submit button.
+    Otherwise decisions are radio buttons, sent together with one submit."""
+    return (
+        len(pending) == 1
+        and interrupts.kind_of(pending[0].value) == interrupts.HITL
+        and len(interrupts.hitl_actions(pending[0].value)) == 1
+    )
+
+
 def _render_thread(request, thread, form=None, status=200):
     state = runs.thread_state(thread)
     active_run = thread.runs.filter(status__in=Run.ACTIVE).first()
@@ -116,6 +127,7 @@ def _render_thread(request, thread, form=None, status=200):
         "recent_runs": thread.runs.all()[:10],
         "active_run": active_run,
         "pending": pending,
+        "one_click": _one_click(pending),
         "resume_form": form or ResumeForm(pending),
     }
     template = "dashboard/thread_detail.html"

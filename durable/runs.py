@@ -10,6 +10,7 @@ worker then calls ``execute``.
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from typing import Any
 
@@ -111,6 +112,7 @@ def resume(thread: Thread, value: Any = None, *, answers: dict[str, Any] | None 
             raise InvalidRequest("answers", "answers must map interrupt ids to values.")
         if unknown := sorted(set(answers) - pending):
             raise InvalidRequest("answers", f"Not pending on this thread: {', '.join(unknown)}.")
+        check_storable(answers, "answers")
         command = {"resume": answers}
     elif len(pending) > 1:
         raise InvalidRequest(
@@ -118,6 +120,7 @@ def resume(thread: Thread, value: Any = None, *, answers: dict[str, Any] | None 
             f"{len(pending)} interrupts are pending; answer each by its interrupt id.",
         )
     else:
+        check_storable(value, "resume")
         command = {"resume": value}
     with transaction.atomic():
         thread = Thread.objects.select_for_update().get(pk=thread.pk)
@@ -127,8 +130,9 @@ def resume(thread: Thread, value: Any = None, *, answers: dict[str, Any] | None 
 def _check_input(compiled, input: Any) -> None:
     if not isinstance(input, dict):
         raise InvalidRequest("input", "input must be a JSON object.")
-    # The input schema's channels, read from the builder rather than from a JSON schema,
-    # which not every state type can produce.
+    check_storable(input, "input")
+    # The input schema's keys (the state's, unless the graph declares ``input_schema``),
+    # read from the builder rather than a JSON schema, which not every type can produce.
     allowed = set(compiled.builder.schemas[compiled.builder.input_schema])
     if unknown := sorted(set(input) - allowed):
         raise InvalidRequest(
@@ -136,6 +140,38 @@ def _check_input(compiled, input: Any) -> None:
             f"Unknown input key(s): {', '.join(unknown)}. "
             f"The graph takes: {', '.join(sorted(allowed))}.",
         )
+
+
+MAX_JSON_DEPTH = 100
+
+
+def check_storable(value: Any, field: str) -> None:
+    """Refuse a value that cannot be kept as JSON on a Run in every supported database:
+    NaN and infinities (not JSON), NUL characters (PostgreSQL's jsonb rejects
+    ``\\u0000``), non-JSON types, and nesting deeper than ``MAX_JSON_DEPTH`` (SQLite's
+    JSON functions stop at 1,000). Raises ``InvalidRequest(field)``."""
+    if problem := _json_problem(value, 0):
+        raise InvalidRequest(field, f"{field} {problem}.")
+
+
+def _json_problem(value: Any, depth: int) -> str | None:
+    if depth > MAX_JSON_DEPTH:
+        return f"is nested more than {MAX_JSON_DEPTH} levels deep"
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "holds NaN or Infinity, which JSON cannot store"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "holds a NUL character (\\u0000), which cannot be stored"
+        return None
+    if isinstance(value, dict):
+        children = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        children = value
+    else:
+        return f"holds a {type(value).__name__}, which is not JSON"
+    return next(filter(None, (_json_problem(v, depth + 1) for v in children)), None)
 
 
 def _enqueue(thread: Thread, **fields) -> Run:

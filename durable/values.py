@@ -35,8 +35,12 @@ def _default(value: Any) -> Any:
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of ``value`` (unknown objects become their ``repr``)."""
-    return json.loads(json.dumps(value, default=_default))
+    """A JSON-safe copy of ``value`` that every database's JSON column accepts: unknown
+    objects become their ``repr``, NaN and infinities the strings ``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"``, and NUL characters U+FFFD (PostgreSQL's jsonb
+    rejects ``\\u0000``)."""
+    text = json.dumps(value, default=_default).replace("\\u0000", "\\ufffd")
+    return json.loads(text, parse_constant=str)
 
 
 def pretty(value: Any) -> str:

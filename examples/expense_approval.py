@@ -4,7 +4,8 @@ The approval request is shaped as LangChain v1's ``HITLRequest`` (the
 ``HumanInTheLoopMiddleware`` payload: ``action_requests`` and ``review_configs`` with
 ``allowed_decisions``), and the graph is resumed the way that middleware is:
 ``Command(resume={"decisions": [{"type": "approve"}]})``, or ``{"type": "reject",
-"message": ...}``, or ``{"type": "edit", "edited_action": {"name", "args"}}``.
+"message": ...}``, or ``{"type": "edit", "edited_action": {"name", "args"}}``; an edited
+claim is validated again before it is paid.
 See https://docs.langchain.com/oss/python/langchain/human-in-the-loop.
 """
 
@@ -21,10 +22,15 @@ EXAMPLE_INPUT = {"employee": "Ada Lovelace", "amount": 120.5, "description": "Tr
 APPROVAL_LIMIT = 10_000
 
 
-class ExpenseState(TypedDict):
+class ExpenseClaim(TypedDict):
+    """The graph's input: what an employee claims."""
+
     employee: str
     amount: float
     description: str
+
+
+class ExpenseState(ExpenseClaim):
     status: NotRequired[str]
     problems: NotRequired[list[str]]
     decision: NotRequired[dict]
@@ -44,7 +50,12 @@ def validate(state: ExpenseState) -> dict:
 
 
 def after_validate(state: ExpenseState) -> str:
-    return END if state["problems"] else "request_approval"
+    if state["problems"]:
+        return END
+    # A claim the reviewer edited is validated again, then paid without a second ask.
+    if state.get("decision", {}).get("type") == "edit":
+        return "pay"
+    return "request_approval"
 
 
 def request_approval(state: ExpenseState) -> Command:
@@ -76,7 +87,8 @@ def request_approval(state: ExpenseState) -> Command:
     decision = response["decisions"][0]
     if decision["type"] == "edit":
         edited = decision["edited_action"]["args"]
-        return Command(goto="pay", update={"decision": decision, **edited})
+        claim = {key: edited[key] for key in ExpenseClaim.__annotations__ if key in edited}
+        return Command(goto="validate", update={"decision": decision, **claim})
     if decision["type"] == "approve":
         return Command(goto="pay", update={"decision": decision})
     return Command(goto="reject", update={"decision": decision})
@@ -101,13 +113,15 @@ def reject(state: ExpenseState) -> dict:
 
 
 def build_graph() -> StateGraph:
-    builder = StateGraph(ExpenseState)
+    builder = StateGraph(ExpenseState, input_schema=ExpenseClaim)
     builder.add_node("validate", validate)
-    builder.add_node("request_approval", request_approval, destinations=("pay", "reject"))
+    builder.add_node(
+        "request_approval", request_approval, destinations=("validate", "pay", "reject")
+    )
     builder.add_node("pay", pay)
     builder.add_node("reject", reject)
     builder.add_edge(START, "validate")
-    builder.add_conditional_edges("validate", after_validate, ["request_approval", END])
+    builder.add_conditional_edges("validate", after_validate, ["request_approval", "pay", END])
     builder.add_edge("pay", END)
     builder.add_edge("reject", END)
     return builder

@@ -24,8 +24,13 @@ RESPONSE_SCHEMA = {
 }
 
 
-class ReviewState(TypedDict):
+class ReviewRequest(TypedDict):
+    """The graph's input: the document to review."""
+
     document: str
+
+
+class ReviewState(ReviewRequest):
     reviews: Annotated[list[dict], operator.add]
     verdict: NotRequired[str]
 
@@ -39,8 +44,9 @@ def _review(reviewer: str, state: ReviewState) -> dict:
             "response_schema": RESPONSE_SCHEMA,
         }
     )
-    approved = bool(answer.get("approved")) if isinstance(answer, dict) else bool(answer)
-    comment = answer.get("comment", "") if isinstance(answer, dict) else ""
+    # Only a literal true approves: "false", "yes" or 1 are not a reviewer's approval.
+    approved = isinstance(answer, dict) and answer.get("approved") is True
+    comment = str(answer.get("comment", "")) if isinstance(answer, dict) else ""
     return {"reviews": [{"reviewer": reviewer, "approved": approved, "comment": comment}]}
 
 
@@ -58,7 +64,7 @@ def decide(state: ReviewState) -> dict:
 
 
 def build_graph() -> StateGraph:
-    builder = StateGraph(ReviewState)
+    builder = StateGraph(ReviewState, input_schema=ReviewRequest)
     builder.add_node("legal_review", legal_review)
     builder.add_node("finance_review", finance_review)
     builder.add_node("decide", decide)

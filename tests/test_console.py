@@ -48,6 +48,17 @@ def test_starting_a_run_redirects_to_its_thread(client, worker):
         ("expense_approval", '{"employee": "Ada",', "The input is not valid JSON"),
         ("expense_approval", '["not", "an", "object"]', "input must be a JSON object"),
         ("expense_approval", '{"salary": 1}', "Unknown input key(s): salary"),
+        # State keys the graph writes itself are not input: no forged payment.
+        (
+            "expense_approval",
+            '{"employee": "Ada", "amount": 1, "description": "d", "payment": {"reference": "X"}}',
+            "Unknown input key(s): payment. The graph takes: amount, description, employee",
+        ),
+        ("expense_approval", '{"amount": NaN}', "input holds NaN or Infinity"),
+        ("expense_approval", '{"amount": 1e400}', "input holds NaN or Infinity"),
+        ("expense_approval", '{"employee": "A\\u0000B"}', "input holds a NUL character"),
+        ("expense_approval", '{"employee": ' + "[" * 150 + "]" * 150 + "}", "nested more than 100"),
+        ("expense_approval", "[" * 100_000 + "]" * 100_000, "The input is nested too deeply"),
     ],
 )
 def test_bad_start_requests_explain_and_change_nothing(client, graph, input_text, message):
@@ -178,3 +189,77 @@ def test_admin_lists_threads_and_runs_but_offers_no_delete(admin_client):
         admin_client.get(reverse("admin:durable_thread_delete", args=[thread.pk])).status_code
         == 403
     )
+
+
+def test_an_answer_outside_the_response_schema_is_refused(client, worker):
+    run = finished(runs.start("parallel_review", {"document": "Lease"}))
+    thread = Thread.objects.get(pk=run.thread_id)
+    ids = [i["id"] for i in run.interrupts]
+    before = counts()
+    response = client.post(
+        reverse("resume", args=[thread.pk]),
+        {f"answer-{ids[0]}": '{"approved": "false"}', f"answer-{ids[1]}": '{"approved": true}'},
+    )
+    assert response.status_code == 400
+    assert (
+        "does not match the interrupt&#x27;s response_schema at approved: "
+        "&#x27;false&#x27; is not of type &#x27;boolean&#x27;" in response.content.decode()
+    )
+    assert counts() == before
+
+
+def test_an_edited_claim_is_validated_and_paid_as_edited(client, worker):
+    run = finished(runs.start("expense_approval", EXPENSE))
+    [pending] = run.interrupts
+    thread = Thread.objects.get(pk=run.thread_id)
+    edited = {**EXPENSE, "amount": 40.0, "payment": "ignored: not an argument"}
+    response = client.post(
+        reverse("resume", args=[thread.pk]),
+        {f"decision-{pending['id']}-0": "edit", f"args-{pending['id']}-0": json.dumps(edited)},
+    )
+    assert response.status_code == 303
+    resumed = finished(thread.runs.get(kind=Run.Kind.RESUME))
+    assert resumed.command["resume"]["decisions"][0]["edited_action"] == {
+        "name": "pay_expense",
+        "args": edited,
+    }
+    values = runs.thread_state(thread).values
+    assert values["status"] == "paid"
+    assert values["payment"]["amount"] == 40.0
+    assert values["amount"] == 40.0
+
+
+def test_an_edit_that_changes_nothing_is_an_approval(client, worker):
+    run = finished(runs.start("expense_approval", EXPENSE))
+    [pending] = run.interrupts
+    thread = Thread.objects.get(pk=run.thread_id)
+    client.post(
+        reverse("resume", args=[thread.pk]),
+        {f"decision-{pending['id']}-0": "edit", f"args-{pending['id']}-0": json.dumps(EXPENSE)},
+    )
+    resumed = thread.runs.get(kind=Run.Kind.RESUME)
+    assert resumed.command == {"resume": {"decisions": [{"type": "approve"}]}}
+
+
+def test_edited_arguments_must_be_a_json_object(client, worker):
+    run = finished(runs.start("expense_approval", EXPENSE))
+    [pending] = run.interrupts
+    thread = Thread.objects.get(pk=run.thread_id)
+    before = counts()
+    for args, message in (("[1, 2]", "must be a JSON object"), ("{amount: 4", "not valid JSON")):
+        response = client.post(
+            reverse("resume", args=[thread.pk]),
+            {f"decision-{pending['id']}-0": "edit", f"args-{pending['id']}-0": args},
+        )
+        assert response.status_code == 400
+        assert message in response.content.decode()
+    assert counts() == before
+
+
+def test_a_run_no_worker_has_taken_says_so(client):
+    thread = Thread.objects.create(thread_id="waiting", graph="expense_approval")
+    Run.objects.create(thread=thread, graph=thread.graph, kind=Run.Kind.START, input=EXPENSE)
+    page = client.get(reverse("thread", args=[thread.pk])).content.decode()
+    assert "No checkpoint yet." in page
+    assert "check that a worker" in page
+    assert "the graph has ended" not in page
