@@ -15,6 +15,12 @@ Connections: LangGraph calls a sync saver from its own worker threads, and Djang
 one connection per thread. Every method leaves the calling thread's connection as it
 found it: a connection the call had to open is closed when the call ends (outside an
 atomic block), so a finished run leaves no connection behind.
+
+Because those threads use their own connections, a graph run inside the caller's
+``transaction.atomic()`` does not see, or roll back with, the caller's transaction; on
+SQLite, whose writers take a file lock, it waits for that transaction and fails with
+"database is locked". Run graphs outside atomic blocks (and without ``ATOMIC_REQUESTS``),
+as the Celery worker does.
 """
 
 from __future__ import annotations
@@ -28,7 +34,6 @@ from typing import Any
 
 from django.db import connections, transaction
 from django.db.models import Q
-from django.db.models.fields.json import KeyTransform
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -39,11 +44,13 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
+    writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from durable import models
+from durable.metadata import MetadataKeyEquals
 
 LIST_PAGE_SIZE = 100
 _INLINE_TYPES = (str, int, float, bool)
@@ -253,8 +260,8 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         return tuples
 
     def _load(self, rows: Sequence[models.Checkpoint]) -> list[CheckpointTuple]:
-        """Turn checkpoint rows into tuples with two more queries per (thread, namespace):
-        one for their blobs, one for their pending writes."""
+        """Turn checkpoint rows into tuples with three more queries per (thread,
+        namespace): two for their blobs (keys, then values), one for their writes."""
         blobs: dict[tuple, tuple[str, bytes | None]] = {}
         writes: dict[tuple, list] = defaultdict(list)
         groups: dict[tuple[str, str], list] = defaultdict(list)
@@ -268,42 +275,49 @@ class DjangoSaver(BaseCheckpointSaver[str]):
                 for row in group
                 for channel, version in checkpoints[row.pk]["channel_versions"].items()
             }
-            if wanted:
-                for blob in models.CheckpointBlob.objects.using(self.using).filter(
-                    thread_id=thread_id,
-                    checkpoint_ns=ns,
-                    channel__in={c for c, _ in wanted},
-                    version__in={v for _, v in wanted},
-                ):
-                    blobs[(thread_id, ns, blob.channel, blob.version)] = (
-                        blob.type,
-                        None if blob.blob is None else bytes(blob.blob),
-                    )
-            for write in (
-                models.CheckpointWrite.objects.using(self.using)
-                .filter(
-                    thread_id=thread_id,
-                    checkpoint_ns=ns,
-                    checkpoint_id__in=[row.checkpoint_id for row in group],
-                )
-                .order_by("task_path", "task_id", "idx")
+            blobs.update(self._blobs(thread_id, ns, wanted))
+            for write in models.CheckpointWrite.objects.using(self.using).filter(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id__in=[row.checkpoint_id for row in group],
             ):
-                writes[(thread_id, ns, write.checkpoint_id)].append(
-                    (
-                        write.task_id,
-                        write.channel,
-                        self.serde.loads_typed((write.type, bytes(write.blob))),
-                    )
-                )
+                writes[(thread_id, ns, write.checkpoint_id)].append(write)
+        for found in writes.values():
+            # In Python, as PostgresSaver does: a database collation must not reorder
+            # task paths, or an order-sensitive reducer rebuilds a different value.
+            found.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
         return [
             self._tuple(
                 row,
                 checkpoints[row.pk],
                 blobs,
-                writes[(row.thread_id, row.checkpoint_ns, row.checkpoint_id)],
+                [
+                    (w.task_id, w.channel, self.serde.loads_typed((w.type, bytes(w.blob))))
+                    for w in writes[(row.thread_id, row.checkpoint_ns, row.checkpoint_id)]
+                ],
             )
             for row in rows
         ]
+
+    def _blobs(self, thread_id: str, ns: str, wanted: set[tuple[str, str]]) -> dict:
+        """The (type, bytes) of exactly the ``wanted`` (channel, version) blobs: their keys
+        are matched first, so no unwanted value is ever read."""
+        if not wanted:
+            return {}
+        blobs = models.CheckpointBlob.objects.using(self.using).filter(
+            thread_id=thread_id, checkpoint_ns=ns
+        )
+        keys = blobs.filter(
+            channel__in={c for c, _ in wanted}, version__in={v for _, v in wanted}
+        ).values_list("pk", "channel", "version")
+        pks = [pk for pk, channel, version in keys if (channel, version) in wanted]
+        return {
+            (thread_id, ns, b.channel, b.version): (
+                b.type,
+                None if b.blob is None else bytes(b.blob),
+            )
+            for b in blobs.filter(pk__in=pks)
+        }
 
     def _tuple(self, row, checkpoint, blobs, pending_writes) -> CheckpointTuple:
         values = checkpoint["channel_values"]
@@ -439,10 +453,8 @@ def _list_query(using: str, config, filter, before):
             rows = rows.filter(checkpoint_ns=conf["checkpoint_ns"])
         if checkpoint_id := get_checkpoint_id(config):
             rows = rows.filter(checkpoint_id=checkpoint_id)
-    for i, (key, value) in enumerate((filter or {}).items()):
-        # A KeyTransform, not a ``metadata__<key>`` lookup, so any key is taken literally.
-        alias = f"_metadata_{i}"
-        rows = rows.alias(**{alias: KeyTransform(key, "metadata")}).filter(**{alias: value})
+    for key, value in (filter or {}).items():
+        rows = rows.filter(MetadataKeyEquals(key, value))
     if before is not None:
         rows = rows.filter(checkpoint_id__lt=get_checkpoint_id(before))
     return rows

@@ -11,6 +11,8 @@ knows the thread. ``Thread`` and ``Run`` are the console's own index of what it 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from durable.metadata import SortedKeysJSONEncoder
+
 THREAD_ID_MAX_LENGTH = 255
 
 
@@ -28,7 +30,8 @@ class Checkpoint(models.Model):
     parent_checkpoint_id = models.CharField(max_length=64, null=True, blank=True)
     type = models.CharField(max_length=32)
     checkpoint = models.BinaryField()
-    metadata = models.JSONField(default=dict, encoder=DjangoJSONEncoder)
+    # Sorted keys let SQLite compare nested values as text (durable.metadata).
+    metadata = models.JSONField(default=dict, encoder=SortedKeysJSONEncoder)
 
     class Meta:
         constraints = [

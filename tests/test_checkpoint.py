@@ -6,7 +6,7 @@ import asyncio
 import re
 
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base import empty_checkpoint, writes_sort_key
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.base import BasePostgresSaver
 from langgraph.types import Command
@@ -182,3 +182,69 @@ def test_async_methods_do_not_block_the_event_loop():
     observed = asyncio.run(main())
     # The loop kept running other tasks while each call did its database work.
     assert all(n > 0 for n in observed.values()), observed
+
+
+@pytest.mark.parametrize(
+    ("stored", "query"),
+    [
+        ({"0": "a"}, {"0": "a"}),
+        ({"2024": "x"}, {"2024": "x"}),
+        ({"-1": "a"}, {"-1": "a"}),
+        ({'say "hi"': 1}, {'say "hi"': 1}),
+        ({"a.b": True}, {"a.b": True}),
+        ({"n": {"a": 1, "b": [1, {"c": None}]}}, {"n": {"b": [1, {"c": None}], "a": 1}}),
+        ({"score": 2.0}, {"score": 2}),
+        ({"none": None}, {"none": None}),
+    ],
+)
+def test_metadata_filter_matches_any_key_and_json_value(stored, query):
+    saver = DjangoSaver()
+    put(saver, "match", metadata={"source": "loop", "step": 0, **stored})
+    put(saver, "other", metadata={"source": "loop", "step": 0, "n": {"a": 2}, "0": "b"})
+    found = list(saver.list(None, filter=query))
+    assert [t.config["configurable"]["thread_id"] for t in found] == ["match"]
+
+
+def test_metadata_filter_values_of_another_type_do_not_match():
+    saver = DjangoSaver()
+    put(saver, "t", metadata={"source": "loop", "step": 1, "flag": True, "name": "1"})
+    for query in ({"step": "1"}, {"flag": 1}, {"name": 1}, {"missing": None}):
+        assert list(saver.list(None, filter=query)) == [], query
+
+
+def test_pending_writes_follow_langgraphs_sort_key_not_the_collation():
+    saver = DjangoSaver()
+    stored = put(saver, "order")
+    for path, task in (("~zeta", "t3"), ("Zeta", "t1"), ("alpha", "t2"), ("éclair", "t4")):
+        saver.put_writes(stored, [("ch", path), ("ch2", path)], task, task_path=path)
+    writes = saver.get_tuple(stored).pending_writes
+    expected = sorted(
+        [
+            (t, c, p)
+            for p, t in (("~zeta", "t3"), ("Zeta", "t1"), ("alpha", "t2"), ("éclair", "t4"))
+            for c in ("ch", "ch2")
+        ],
+        key=lambda w: writes_sort_key(w[2], w[0], 0 if w[1] == "ch" else 1),
+    )
+    assert writes == expected
+    assert [w[2] for w in writes[::2]] == ["Zeta", "alpha", "~zeta", "éclair"]
+
+
+def test_reading_a_checkpoint_reads_only_its_own_blobs():
+    saver = DjangoSaver()
+    big = "x" * 1000
+    first = put(saver, "blobs", values={"a": [big], "b": ["small"]}, versions={"a": "1", "b": "1"})
+    cp = empty_checkpoint()
+    cp["channel_values"] = {"a": [big + "y"], "b": ["small"]}
+    cp["channel_versions"] = {"a": "2", "b": "1"}
+    second = saver.put(first, cp, {"source": "loop", "step": 1}, {"a": "2"})
+    # The second checkpoint needs a@2 and b@1. A "channel IN (a, b) AND version IN (1, 2)"
+    # read would also fetch the bytes of a@1, which it does not need.
+    assert saver._blobs("blobs", "", {("a", "2"), ("b", "1")}).keys() == {
+        ("blobs", "", "a", "2"),
+        ("blobs", "", "b", "1"),
+    }
+    assert saver.get_tuple(second).checkpoint["channel_values"] == {
+        "a": [big + "y"],
+        "b": ["small"],
+    }
