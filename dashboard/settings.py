@@ -71,6 +71,9 @@ TEMPLATES = [
 ]
 
 
+DB_POOL_SIZE = int(os.environ.get("DURABLE_DB_POOL_SIZE", "8"))
+
+
 def _database(url: str) -> dict:
     db = dj_database_url.parse(url)
     if db["ENGINE"] == "django.db.backends.sqlite3":
@@ -84,6 +87,10 @@ def _database(url: str) -> dict:
         }
         # Tests share the database with a worker process, so it must be a file.
         db["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+    elif db["ENGINE"] == "django.db.backends.postgresql":
+        # LangGraph calls the saver from short-lived threads, each of which would open
+        # and close its own connection; the pool keeps a bounded set open instead.
+        db["OPTIONS"] = {"pool": {"min_size": 0, "max_size": DB_POOL_SIZE, "timeout": 30}}
     return db
 
 
