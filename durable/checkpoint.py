@@ -26,9 +26,13 @@ as the Celery worker does.
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
+import json
+import operator
 import random
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,6 +46,8 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
     writes_sort_key,
@@ -131,6 +137,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             checkpoint_ns=checkpoint_ns,
             checkpoint_id=checkpoint["id"],
             parent_checkpoint_id=conf.get("checkpoint_id"),
+            channel_versions=checkpoint["channel_versions"],
             metadata=get_serializable_checkpoint_metadata(config, metadata),
             **_typed(self.serde.dumps_typed(payload), "checkpoint"),
         )
@@ -143,7 +150,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
                 [row],
                 update_conflicts=True,
                 unique_fields=["thread_id", "checkpoint_ns", "checkpoint_id"],
-                update_fields=["type", "checkpoint", "metadata"],
+                update_fields=["type", "checkpoint", "channel_versions", "metadata"],
             )
         return {
             "configurable": {
@@ -198,10 +205,127 @@ class DjangoSaver(BaseCheckpointSaver[str]):
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of ``thread_id``, in every namespace."""
-        thread_id = check_thread_id(thread_id)
+        self._delete_threads([check_thread_id(thread_id)])
+
+    def _delete_threads(self, thread_ids: list[str]) -> None:
         with self._db(), transaction.atomic(using=self.using):
             for model in (models.CheckpointWrite, models.CheckpointBlob, models.Checkpoint):
-                model.objects.using(self.using).filter(thread_id=thread_id).delete()
+                model.objects.using(self.using).filter(thread_id__in=thread_ids).delete()
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints whose ``metadata["run_id"]`` is one of ``run_ids``, in
+        every thread and namespace, with their writes and the blobs no remaining
+        checkpoint uses. Raises ``TypeError`` for a single string.
+
+        As LangGraph's base class warns, deleting a run whose writes a later
+        ``DeltaChannel`` value is rebuilt from breaks that value; this is meant for a run
+        whose checkpoints are the newest of their thread (a rollback)."""
+        run_ids = _id_list(run_ids, "run_ids")
+        checkpoints = models.Checkpoint.objects.using(self.using)
+        with self._db(), transaction.atomic(using=self.using):
+            doomed: dict[tuple[str, str], list[str]] = defaultdict(list)
+            for chunk in _chunks(run_ids, 100):
+                matching = functools.reduce(
+                    operator.or_, (MetadataKeyEquals("run_id", r) for r in chunk)
+                )
+                for thread_id, ns, checkpoint_id in checkpoints.filter(matching).values_list(
+                    "thread_id", "checkpoint_ns", "checkpoint_id"
+                ):
+                    doomed[(thread_id, ns)].append(checkpoint_id)
+            for (thread_id, ns), ids in doomed.items():
+                self._delete_checkpoints(thread_id, ns, ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint (ids kept), blob and write of ``source_thread_id``, in
+        every namespace, to ``target_thread_id``. Rows the target already has are kept."""
+        source = check_thread_id(source_thread_id)
+        target = check_thread_id(target_thread_id)
+        with self._db(), transaction.atomic(using=self.using):
+            for model in (models.Checkpoint, models.CheckpointBlob, models.CheckpointWrite):
+                manager = model.objects.using(self.using)
+                rows = manager.filter(thread_id=source).values().iterator(chunk_size=500)
+                for chunk in _chunks(rows, 500):
+                    copies = [model(**{**row, "id": None, "thread_id": target}) for row in chunk]
+                    manager.bulk_create(copies, ignore_conflicts=True)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune the history of ``thread_ids``.
+
+        ``"delete"`` removes every checkpoint, blob and write of the threads.
+        ``"keep_latest"`` keeps, per namespace, the latest checkpoint with its pending
+        writes, and deletes older checkpoints, their writes and the blobs no kept
+        checkpoint uses. A ``DeltaChannel`` value is rebuilt from ancestors' writes
+        (``get_delta_channel_history``), so for each channel named in the latest
+        checkpoint's ``counters_since_delta_snapshot`` the ancestors back to its nearest
+        snapshot are kept too: the first safe option in the ``prune`` docstring of
+        ``langgraph/checkpoint/base``. Checkpoints newer than the latest one read (a run
+        still appending) are never touched; each thread is pruned in one transaction.
+        Forking or replaying from a checkpoint being deleted is not safe.
+
+        Raises ``TypeError`` for a single string and ``ValueError`` for another strategy.
+        """
+        thread_ids = [check_thread_id(t) for t in _id_list(thread_ids, "thread_ids")]
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"strategy must be 'keep_latest' or 'delete', got {strategy!r}")
+        if strategy == "delete":
+            self._delete_threads(thread_ids)
+            return
+        for thread_id in thread_ids:
+            with self._db(), transaction.atomic(using=self.using):
+                self._keep_latest(thread_id)
+
+    def _keep_latest(self, thread_id: str) -> None:
+        checkpoints = models.Checkpoint.objects.using(self.using).filter(thread_id=thread_id)
+        namespaces = set(checkpoints.values_list("checkpoint_ns", flat=True))
+        for ns in namespaces:
+            in_ns = checkpoints.filter(checkpoint_ns=ns)
+            head = in_ns.order_by("-checkpoint_id").values(
+                "checkpoint_id", "parent_checkpoint_id", "metadata"
+            )[0]
+            delta_channels = list(head["metadata"].get("counters_since_delta_snapshot") or {})
+            chain, _ = self._delta_chain(
+                thread_id, ns, head["parent_checkpoint_id"], delta_channels
+            )
+            keep = {head["checkpoint_id"], *chain}
+            doomed = in_ns.filter(checkpoint_id__lt=head["checkpoint_id"]).exclude(
+                checkpoint_id__in=keep
+            )
+            self._delete_checkpoints(
+                thread_id, ns, list(doomed.values_list("checkpoint_id", flat=True))
+            )
+            # The oldest kept checkpoint's parent is gone: it becomes a root.
+            in_ns.filter(checkpoint_id__in=keep).exclude(parent_checkpoint_id__in=keep).update(
+                parent_checkpoint_id=None
+            )
+
+    def _delete_checkpoints(self, thread_id: str, ns: str, checkpoint_ids: list[str]) -> None:
+        """Delete these checkpoints of one namespace, their writes, and the blobs that no
+        checkpoint left in the namespace uses. Call inside a transaction."""
+        if not checkpoint_ids:
+            return
+        checkpoints = models.Checkpoint.objects.using(self.using).filter(
+            thread_id=thread_id, checkpoint_ns=ns
+        )
+        freed = set()
+        for chunk in _chunks(checkpoint_ids, 5000):
+            doomed = checkpoints.filter(checkpoint_id__in=chunk)
+            for versions in doomed.values_list("channel_versions", flat=True):
+                freed.update((ch, str(v)) for ch, v in versions.items())
+            doomed.delete()
+            models.CheckpointWrite.objects.using(self.using).filter(
+                thread_id=thread_id, checkpoint_ns=ns, checkpoint_id__in=chunk
+            ).delete()
+        for versions in checkpoints.values_list("channel_versions", flat=True):
+            freed.difference_update((ch, str(v)) for ch, v in versions.items())
+        by_channel: dict[str, list[str]] = defaultdict(list)
+        for channel, version in freed:
+            by_channel[channel].append(version)
+        blobs = models.CheckpointBlob.objects.using(self.using)
+        for channel, versions in by_channel.items():
+            for chunk in _chunks(versions, 5000):
+                blobs.filter(
+                    thread_id=thread_id, checkpoint_ns=ns, channel=channel, version__in=chunk
+                ).delete()
 
     # -- reads --------------------------------------------------------------------
 
@@ -269,6 +393,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         for row in rows:
             groups[(row.thread_id, row.checkpoint_ns)].append(row)
             checkpoints[row.pk] = self.serde.loads_typed((row.type, bytes(row.checkpoint)))
+            checkpoints[row.pk]["channel_versions"] = row.channel_versions
         for (thread_id, ns), group in groups.items():
             wanted = {
                 (channel, str(version))
@@ -318,6 +443,147 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             )
             for b in blobs.filter(pk__in=pks)
         }
+
+    # -- DeltaChannel history ------------------------------------------------------
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Per channel, the writes on the parent chain of ``config``'s checkpoint (oldest
+        first, each checkpoint's in ``writes_sort_key`` order) back to the nearest
+        ancestor holding a stored value (a ``_DeltaSnapshot`` blob), returned as
+        ``seed``; the contract of ``BaseCheckpointSaver.get_delta_channel_history``.
+
+        The chain is read with a recursive query over parent ids, ``CHAIN_PAGE``
+        ancestors at a time, then the writes and seeds in one query each, instead of one
+        ``get_tuple`` per ancestor. A primitive value kept inline before a channel became
+        a ``DeltaChannel`` is not taken as a seed (PostgresSaver does take it).
+        """
+        channels = list(channels)
+        if not channels:
+            return {}
+        conf = config["configurable"]
+        thread_id = check_thread_id(conf["thread_id"])
+        ns = conf.get("checkpoint_ns", "") or ""
+        target = models.Checkpoint.objects.using(self.using).filter(
+            thread_id=thread_id, checkpoint_ns=ns
+        )
+        if checkpoint_id := get_checkpoint_id(config):
+            target = target.filter(checkpoint_id=checkpoint_id)
+        else:
+            target = target.order_by("-checkpoint_id")
+        with self._db():
+            parent = list(target.values_list("parent_checkpoint_id", flat=True)[:1])
+            chain, seeds = self._delta_chain(thread_id, ns, parent[0] if parent else None, channels)
+            return self._delta_history(thread_id, ns, channels, chain, seeds)
+
+    CHAIN_PAGE = 512
+
+    def _delta_chain(
+        self, thread_id: str, ns: str, start_id: str | None, channels: Sequence[str]
+    ) -> tuple[list[str], dict[str, tuple[str, str]]]:
+        """Walk parent ids from ``start_id``: the checkpoint ids visited, newest first,
+        until every channel has met a stored blob (or the root), and per channel the
+        (checkpoint_id, version) of that seed."""
+        chain: list[str] = []
+        seeds: dict[str, tuple[str, str]] = {}
+        cursor = start_id if channels else None
+        while cursor is not None and len(seeds) < len(channels):
+            page = self._chain_page(thread_id, ns, cursor)
+            if not page:
+                break
+            wanted = {
+                (ch, str(versions[ch]))
+                for _, _, versions in page
+                for ch in channels
+                if ch not in seeds and ch in versions
+            }
+            stored = self._stored_blob_keys(thread_id, ns, wanted)
+            for checkpoint_id, _, versions in page:
+                chain.append(checkpoint_id)
+                for ch in channels:
+                    if ch not in seeds and (ch, str(versions.get(ch))) in stored:
+                        seeds[ch] = (checkpoint_id, str(versions[ch]))
+                if len(seeds) == len(channels):
+                    break
+            cursor = page[-1][1]
+        return chain, seeds
+
+    def _chain_page(self, thread_id: str, ns: str, start_id: str) -> list[tuple[str, str, dict]]:
+        """``start_id`` and up to ``CHAIN_PAGE - 1`` of its ancestors, newest first, as
+        (checkpoint_id, parent_checkpoint_id, channel_versions): one recursive query,
+        each step a hit on the (thread_id, checkpoint_ns, checkpoint_id) index."""
+        connection = connections[self.using]
+        table = connection.ops.quote_name(models.Checkpoint._meta.db_table)
+        sql = f"""
+            WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, channel_versions, depth)
+            AS (
+                SELECT checkpoint_id, parent_checkpoint_id, channel_versions, 0 FROM {table}
+                WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s
+              UNION ALL
+                SELECT c.checkpoint_id, c.parent_checkpoint_id, c.channel_versions,
+                       chain.depth + 1
+                FROM chain JOIN {table} c
+                  ON c.thread_id = %s AND c.checkpoint_ns = %s
+                 AND c.checkpoint_id = chain.parent_checkpoint_id
+                WHERE chain.depth < %s
+            )
+            SELECT checkpoint_id, parent_checkpoint_id, channel_versions
+            FROM chain ORDER BY depth
+        """
+        params = [thread_id, ns, start_id, thread_id, ns, self.CHAIN_PAGE - 1]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [
+                (cid, parent, json.loads(v) if isinstance(v, str) else v)
+                for cid, parent, v in cursor.fetchall()
+            ]
+
+    def _stored_blob_keys(self, thread_id: str, ns: str, wanted: set[tuple[str, str]]) -> set:
+        if not wanted:
+            return set()
+        keys = (
+            models.CheckpointBlob.objects.using(self.using)
+            .filter(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                channel__in={c for c, _ in wanted},
+                version__in={v for _, v in wanted},
+            )
+            .exclude(type="empty")
+            .values_list("channel", "version")
+        )
+        return set(keys) & wanted
+
+    def _delta_history(self, thread_id, ns, channels, chain, seeds) -> dict:
+        reach = {
+            ch: chain[: chain.index(seeds[ch][0]) + 1] if ch in seeds else chain for ch in channels
+        }
+        by_checkpoint: dict[str, list] = defaultdict(list)
+        needed = sorted(set().union(*reach.values()))
+        for chunk in _chunks(needed, 5000):
+            for write in models.CheckpointWrite.objects.using(self.using).filter(
+                thread_id=thread_id, checkpoint_ns=ns, checkpoint_id__in=chunk, channel__in=channels
+            ):
+                by_checkpoint[write.checkpoint_id].append(write)
+        for found in by_checkpoint.values():
+            found.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
+        seed_blobs = self._blobs(thread_id, ns, {(ch, ver) for ch, (_, ver) in seeds.items()})
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            writes: list[PendingWrite] = [
+                (w.task_id, ch, self.serde.loads_typed((w.type, bytes(w.blob))))
+                for checkpoint_id in reversed(reach[ch])
+                for w in by_checkpoint[checkpoint_id]
+                if w.channel == ch
+            ]
+            entry: DeltaChannelHistory = {"writes": writes}
+            if ch in seeds:
+                blob = seed_blobs.get((thread_id, ns, ch, seeds[ch][1]))
+                if blob is not None and blob[0] != "empty":
+                    entry["seed"] = self.serde.loads_typed(blob)
+            result[ch] = entry
+        return result
 
     def _tuple(self, row, checkpoint, blobs, pending_writes) -> CheckpointTuple:
         values = checkpoint["channel_values"]
@@ -394,12 +660,30 @@ class DjangoSaver(BaseCheckpointSaver[str]):
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
 
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(
+            self.get_delta_channel_history, config=config, channels=channels
+        )
+
 
 def _split_channel_values(checkpoint: Checkpoint) -> tuple[dict, dict]:
-    """Split a checkpoint into the payload row (primitive values inline) and the values
-    that go to blobs. A ``_DeltaSnapshot`` goes to a blob and leaves ``True`` inline, the
-    marker PostgresSaver uses so ``DeltaChannel`` history can find its seed."""
+    """Split a checkpoint into the payload row (primitive values inline, no
+    ``channel_versions``) and the values that go to blobs. A ``_DeltaSnapshot`` goes to a
+    blob and leaves ``True`` inline, the marker PostgresSaver uses so ``DeltaChannel``
+    history can find its seed."""
     payload = dict(checkpoint)
+    payload.pop("channel_versions", None)
     inline = dict(checkpoint["channel_values"])
     payload["channel_values"] = inline
     blob_values = {}
@@ -437,6 +721,18 @@ class _Pages:
         self.done = len(page) < size or self.remaining == 0
         if page:
             self.cursor = (page[-1].checkpoint_id, page[-1].pk)
+
+
+def _id_list(ids: Sequence[str], field: str) -> list[str]:
+    if isinstance(ids, str):
+        raise TypeError(f"{field} must be a sequence of ids, not a str")
+    return [str(i) for i in ids]
+
+
+def _chunks(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
 
 
 def _typed(dumped: tuple[str, bytes | None], field: str) -> dict:

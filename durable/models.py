@@ -21,7 +21,8 @@ class Checkpoint(models.Model):
 
     ``checkpoint`` is LangGraph's ``Checkpoint`` dict serialized by the saver's ``serde``
     (``type`` is the serializer's type tag), without the channel values that live in
-    ``CheckpointBlob``. ``metadata`` stays plain JSON so it can be filtered.
+    ``CheckpointBlob`` and without ``channel_versions``, which has its own column.
+    ``metadata`` stays plain JSON so it can be filtered.
     """
 
     thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
@@ -30,6 +31,9 @@ class Checkpoint(models.Model):
     parent_checkpoint_id = models.CharField(max_length=64, null=True, blank=True)
     type = models.CharField(max_length=32)
     checkpoint = models.BinaryField()
+    # Kept out of the serialized payload so that pruning and DeltaChannel history can
+    # tell which blobs a checkpoint uses without decoding (or decrypting) it.
+    channel_versions = models.JSONField(default=dict)
     # Sorted keys let SQLite compare nested values as text (durable.metadata).
     metadata = models.JSONField(default=dict, encoder=SortedKeysJSONEncoder)
 

@@ -2,8 +2,8 @@
 
 LangGraph's conformance suite only calls the async methods. Running it through this
 facade makes it exercise the sync path (``put``, ``put_writes``, ``get_tuple``, ``list``,
-``delete_thread``) instead, each called in a worker thread as LangGraph's own sync
-executor would.
+``delete_thread``, ``delete_for_runs``, ``copy_thread``, ``prune``) instead, each called
+in a worker thread as LangGraph's own sync executor would.
 """
 
 import asyncio
@@ -39,3 +39,12 @@ class SyncPathFacade(BaseCheckpointSaver):
 
     async def adelete_thread(self, thread_id):
         return await asyncio.to_thread(self.inner.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids):
+        return await asyncio.to_thread(self.inner.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id, target_thread_id):
+        return await asyncio.to_thread(self.inner.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids, *, strategy="keep_latest"):
+        return await asyncio.to_thread(self.inner.prune, thread_ids, strategy=strategy)
