@@ -10,6 +10,9 @@ Everything that differs between machines comes from the environment:
 - ``DJANGO_SECRET_KEY``: required when ``DJANGO_DEBUG`` is off.
 - ``DJANGO_DEBUG``: ``1`` (default) or ``0``.
 - ``DJANGO_ALLOWED_HOSTS``: comma separated; default ``127.0.0.1,localhost``.
+- ``DURABLE_ENCRYPTION_KEY``: encrypt stored values with AES (16, 24 or 32 characters).
+- ``DURABLE_SERDE_ALLOWLIST``: comma-separated dotted class names stored state may hold
+  beyond the registered graphs' own types.
 """
 
 import os
@@ -133,5 +136,13 @@ DURABLE_GRAPHS = {
     "expense_approval": "examples.expense_approval.build_graph",
     "parallel_review": "examples.parallel_review.build_graph",
 }
+
+# Encryption at rest for checkpoints and store values (durable.serde): 16, 24 or 32
+# characters, from the environment only. Metadata stays plain JSON.
+DURABLE_ENCRYPTION_KEY = os.environ.get("DURABLE_ENCRYPTION_KEY", "")
+# More classes a stored payload may revive, as dotted paths ("package.module.Class").
+DURABLE_SERDE_ALLOWLIST = [
+    name for name in os.environ.get("DURABLE_SERDE_ALLOWLIST", "").split(",") if name
+]
 
 LOGIN_URL = "admin:login"

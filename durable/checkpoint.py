@@ -57,6 +57,7 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from durable import models
 from durable.metadata import MetadataKeyEquals
+from durable.serde import default_serde
 
 LIST_PAGE_SIZE = 100
 _INLINE_TYPES = (str, int, float, bool)
@@ -78,8 +79,9 @@ class DjangoSaver(BaseCheckpointSaver[str]):
     """A ``BaseCheckpointSaver`` storing checkpoints in this project's ORM tables.
 
     Args:
-        serde: the serializer for checkpoints, blobs and writes; LangGraph's
-            ``JsonPlusSerializer`` when omitted.
+        serde: the serializer for checkpoints, blobs and writes; when omitted,
+            ``durable.serde.default_serde()``: LangGraph's ``JsonPlusSerializer`` in
+            strict msgpack mode, encrypted when ``DURABLE_ENCRYPTION_KEY`` is set.
         using: the Django database alias to read and write (default ``"default"``).
 
     The async methods run the sync ones in a worker thread (``asyncio.to_thread``), so
@@ -87,7 +89,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
     """
 
     def __init__(self, *, serde: SerializerProtocol | None = None, using: str = "default"):
-        super().__init__(serde=serde)
+        super().__init__(serde=serde or default_serde())
         self.using = using
 
     # -- connection hygiene -------------------------------------------------------
@@ -127,7 +129,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
                 checkpoint_ns=checkpoint_ns,
                 channel=channel,
                 version=str(version),
-                **_typed(self.serde.dumps_typed(blob_values[channel]), "blob"),
+                **_typed(self._dump(blob_values[channel], f"channel {channel!r}"), "blob"),
             )
             for channel, version in new_versions.items()
             if channel in blob_values
@@ -139,7 +141,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             parent_checkpoint_id=conf.get("checkpoint_id"),
             channel_versions=checkpoint["channel_versions"],
             metadata=get_serializable_checkpoint_metadata(config, metadata),
-            **_typed(self.serde.dumps_typed(payload), "checkpoint"),
+            **_typed(self._dump_payload(payload), "checkpoint"),
         )
         with self._db(), transaction.atomic(using=self.using):
             if blobs:
@@ -185,7 +187,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
                 task_path=task_path,
                 idx=WRITES_IDX_MAP.get(channel, idx),
                 channel=channel,
-                **_typed(self.serde.dumps_typed(value), "blob"),
+                **_typed(self._dump(value, f"write to channel {channel!r}"), "blob"),
             )
             for idx, (channel, value) in enumerate(writes)
         ]
@@ -202,6 +204,24 @@ class DjangoSaver(BaseCheckpointSaver[str]):
                 )
             else:
                 manager.bulk_create(rows, ignore_conflicts=True)
+
+    def _dump(self, value: Any, where: str) -> tuple[str, bytes]:
+        """``serde.dumps_typed(value)``; a value it cannot encode raises ``TypeError``
+        naming ``where`` (the channel) and the value's type, never a silent ``None``."""
+        try:
+            return self.serde.dumps_typed(value)
+        except Exception as exc:
+            raise TypeError(
+                f"{where}: cannot serialize a value of type {type(value).__name__}: {exc}"
+            ) from exc
+
+    def _dump_payload(self, payload: dict) -> tuple[str, bytes]:
+        try:
+            return self.serde.dumps_typed(payload)
+        except Exception:
+            for channel, value in payload["channel_values"].items():
+                self._dump(value, f"channel {channel!r}")  # names the culprit
+            raise
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint, blob and write of ``thread_id``, in every namespace."""
