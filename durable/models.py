@@ -169,3 +169,45 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+
+class StoreItem(models.Model):
+    """One item of LangGraph's long-term memory store (``durable.store.DjangoStore``).
+
+    Laid out like LangGraph's PostgresStore ``store`` table
+    (``langgraph/store/postgres/base.py``): ``namespace`` is the namespace's labels joined
+    with ``"."`` (LangGraph forbids ``"."`` in a label), unique with ``key``.
+
+    ``value`` is the item's JSON, so search filters run in SQL. When the store's serde
+    encrypts, ``value`` and ``vectors`` stay NULL and both live, serialized and encrypted,
+    in ``blob`` (``type`` is the serializer's type tag). ``vectors`` holds one embedding per
+    indexed text. ``ttl_minutes`` is the item's time to live; ``expires_at`` moves to
+    now + ``ttl_minutes`` on writes and refreshing reads.
+    """
+
+    namespace = models.TextField()
+    key = models.TextField()
+    value = models.JSONField(null=True, encoder=SortedKeysJSONEncoder)
+    type = models.CharField(max_length=32, blank=True, default="")
+    blob = models.BinaryField(null=True)
+    vectors = models.JSONField(null=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True)
+    ttl_minutes = models.FloatField(null=True)
+
+    class Meta:
+        constraints = [
+            # Also serves namespace-prefix search (a range or LIKE scan of its first column).
+            models.UniqueConstraint(fields=["namespace", "key"], name="store_item_pk")
+        ]
+        indexes = [
+            models.Index(
+                fields=["expires_at"],
+                name="store_item_expires_at",
+                condition=models.Q(expires_at__isnull=False),
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.namespace} {self.key}"
