@@ -1,0 +1,586 @@
+"""LangGraph's long-term memory store over a Django table: ``DjangoStore``.
+
+The contract is ``langgraph.store.base.BaseStore`` (``langgraph/store/base/__init__.py``);
+``InMemoryStore`` (``langgraph/store/memory``) and ``PostgresStore``
+(``langgraph/store/postgres/base.py``) are the reference behaviours. Rows are
+``durable.models.StoreItem``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from itertools import islice
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
+    validate_op_namespace,
+)
+
+from durable.metadata import MetadataKeyEquals
+from durable.models import StoreItem
+from durable.serde import default_serde
+
+# Search order without a query, and the tie order of equal scores with one.
+ORDER = ("-updated_at", "key", "namespace")
+RANGE_OPERATORS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+OPERATORS = {"$eq", "$ne", *RANGE_OPERATORS}
+
+Vectors = dict[str, list[float]]
+
+
+class DjangoStore(BaseStore):
+    """A ``BaseStore`` keeping items in the ``StoreItem`` table.
+
+    Args:
+        using: the Django database alias (default ``"default"``).
+        index: LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``, default
+            ``["$"]``, the whole value) to enable semantic search; ``embed`` is anything
+            ``ensure_embeddings`` accepts.
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, fractions allowed) and
+            ``refresh_on_read`` (default True). ``sweep_interval_minutes`` and
+            ``omit_expired`` are not used: expired items are never returned, and
+            ``sweep_ttl()`` is meant for a scheduled job.
+        serde: serializer for values when they are encrypted; default
+            ``durable.serde.default_serde()``.
+
+    Values are a JSON column, so search filters run in SQL, unless ``serde`` is an
+    ``EncryptedSerializer`` (``DURABLE_ENCRYPTION_KEY`` set): then each value and its
+    embeddings are serialized and encrypted into a binary column, and ``filter`` is applied
+    in Python to the rows left after the namespace prefix, so a filtered search reads and
+    decrypts the whole prefix until it has ``offset + limit`` matches. Namespaces, keys and
+    timestamps are never encrypted.
+
+    Batches (``batch``/``abatch``): results come in op order; every read sees the store as
+    it was before the batch's puts, and of several puts to one item the last wins, as in
+    ``InMemoryStore`` and ``PostgresStore``. The batch is one transaction. Bad input
+    (a negative ``limit``/``offset``, an unknown filter operator, ...) raises ``ValueError``
+    naming the field before anything is read or written.
+
+    Search without ``query`` orders by ``updated_at`` descending, then key. With ``query``
+    and an index, items are ranked by cosine similarity (the best of their vectors,
+    ``SearchItem.score``) among those the prefix and filter leave, computed in Python
+    (``vector_backend``); items without vectors follow, unscored.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        *,
+        using: str = "default",
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        serde: SerializerProtocol | None = None,
+    ):
+        self.using = using
+        self.ttl_config = ttl
+        self.serde = serde or default_serde()
+        self.encrypted = isinstance(self.serde, EncryptedSerializer)
+        self.index_config = index
+        self.embeddings = ensure_embeddings(index.get("embed")) if index else None
+        self._fields = [_path(p) for p in (index.get("fields") or ["$"])] if index else []
+
+    @property
+    def vector_backend(self) -> str:
+        """Where query searches are ranked: ``"python"``. pgvector is not used: its
+        extension is not installed on the machine this was built on (``CREATE EXTENSION
+        vector`` fails there), so there is no path to test for it."""
+        return "python"
+
+    # -- batches ------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` in one transaction and return one result per op, in order: an
+        ``Item`` or None for a ``GetOp``, ``list[SearchItem]`` for a ``SearchOp``,
+        ``list[tuple[str, ...]]`` for a ``ListNamespacesOp``, None for a ``PutOp``.
+
+        Raises ``InvalidNamespaceError`` (a ``ValueError``) for a bad namespace and
+        ``ValueError`` for other bad input, before any work; see the class docstring."""
+        ops = _checked(ops)
+        docs, queries = self._to_embed(ops)
+        embed = self.embeddings
+        doc_vectors = embed.embed_documents(docs) if docs else []
+        query_vectors = [embed.embed_query(q) for q in queries]
+        return self._execute(
+            ops, self._vectors(docs, doc_vectors), self._vectors(queries, query_vectors)
+        )
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` for async code: embeddings through the async API, then the database
+        work in a thread (``asyncio.to_thread``), so the event loop is never blocked."""
+        ops = _checked(ops)
+        docs, queries = self._to_embed(ops)
+        embed = self.embeddings
+        doc_vectors = await embed.aembed_documents(docs) if docs else []
+        query_vectors = await asyncio.gather(*(embed.aembed_query(q) for q in queries))
+        return await asyncio.to_thread(
+            self._execute,
+            ops,
+            self._vectors(docs, doc_vectors),
+            self._vectors(queries, query_vectors),
+        )
+
+    def _execute(self, ops: list[Op], docs: Vectors, queries: Vectors) -> list[Result]:
+        results: list[Result] = [None] * len(ops)
+        with self._db(), transaction.atomic(using=self.using):
+            now = timezone.now()
+            self._get([(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)], now, results)
+            for i, op in enumerate(ops):
+                if isinstance(op, SearchOp):
+                    results[i] = self._search(op, now, queries)
+                elif isinstance(op, ListNamespacesOp):
+                    results[i] = self._list_namespaces(op, now)
+            if puts := _last_puts(ops):
+                self._put(puts, now, docs)
+        return results
+
+    # -- TTL ----------------------------------------------------------------------
+
+    def sweep_ttl(self, batch_size: int = 1000) -> int:
+        """Delete expired items, ``batch_size`` rows per statement (each its own
+        transaction), and return how many were deleted. Raises ``ValueError`` when
+        ``batch_size`` is below 1."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        expired = self._rows().filter(expires_at__lte=timezone.now())
+        deleted = 0
+        with self._db():
+            while pks := list(expired.values_list("pk", flat=True)[:batch_size]):
+                deleted += expired.filter(pk__in=pks).delete()[0]
+        return deleted
+
+    async def asweep_ttl(self, batch_size: int = 1000) -> int:
+        """``sweep_ttl`` in a thread."""
+        return await asyncio.to_thread(self.sweep_ttl, batch_size)
+
+    # -- reads --------------------------------------------------------------------
+
+    def _get(self, gets: list[tuple[int, GetOp]], now: datetime, results: list) -> None:
+        by_namespace: dict[tuple[str, ...], list[tuple[int, GetOp]]] = defaultdict(list)
+        for i, op in gets:
+            by_namespace[op.namespace].append((i, op))
+        for namespace, entries in by_namespace.items():
+            keys = {op.key for _, op in entries}
+            rows = {
+                r.key: r for r in self._live(now).filter(namespace=_text(namespace), key__in=keys)
+            }
+            refresh = {op.key for _, op in entries if op.refresh_ttl}
+            self._refresh([row for key, row in rows.items() if key in refresh], now)
+            for i, op in entries:
+                row = rows.get(op.key)
+                results[i] = Item(**self._fields_of(row)) if row else None
+
+    def _search(self, op: SearchOp, now: datetime, queries: Vectors) -> list[SearchItem]:
+        rows = self._live(now).filter(self._prefix(op.namespace_prefix)).order_by(*ORDER)
+        if op.filter and not self.encrypted:
+            rows = rows.filter(*_sql_filter(op.filter))
+        python_filter = op.filter if self.encrypted else None
+        page: list[tuple[float | None, StoreItem]]
+        if op.query and self.embeddings:
+            page = self._rank(rows, queries[op.query], python_filter)
+            page = page[op.offset : op.offset + op.limit]
+        elif python_filter:
+            kept = (row for row in rows.iterator() if matches(self._decode(row)[0], python_filter))
+            page = [(None, row) for row in islice(kept, op.offset, op.offset + op.limit)]
+        else:
+            page = [(None, row) for row in rows[op.offset : op.offset + op.limit]]
+        if op.refresh_ttl:
+            self._refresh([row for _, row in page], now)
+        return [SearchItem(**self._fields_of(row), score=score) for score, row in page]
+
+    def _rank(
+        self, rows: QuerySet, query: list[float], python_filter: dict | None
+    ) -> list[tuple[float | None, StoreItem]]:
+        """All ``rows`` passing ``python_filter``: those with vectors by best cosine
+        similarity to ``query`` (ties keep ``ORDER``), then the others, unscored."""
+        scored, unscored = [], []
+        for row in rows.iterator():
+            value, vectors = self._decode(row)
+            if python_filter and not matches(value, python_filter):
+                continue
+            if vectors:
+                scored.append((max(_cosine(query, v) for v in vectors), row))
+            else:
+                unscored.append((None, row))
+        scored.sort(key=lambda pair: -pair[0])
+        return scored + unscored
+
+    def _list_namespaces(self, op: ListNamespacesOp, now: datetime) -> list[tuple[str, ...]]:
+        """Distinct live namespaces matching every condition, truncated to ``max_depth``,
+        sorted as tuples (as ``InMemoryStore`` does; the joined text sorts differently
+        when a label holds a character below ``"."``), then paged. This reads every
+        distinct namespace that matches the conditions."""
+        rows = self._live(now)
+        for condition in op.match_conditions or ():
+            if condition.path:  # an empty path constrains nothing (as in PostgresStore)
+                rows = rows.filter(namespace__regex=_match_pattern(condition))
+        texts = rows.values_list("namespace", flat=True).distinct()
+        namespaces = {_namespace(text)[: op.max_depth] for text in texts}
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    # -- writes -------------------------------------------------------------------
+
+    def _put(self, puts: list[PutOp], now: datetime, docs: Vectors) -> None:
+        """Delete what ``value=None`` deletes and any expired row about to be written
+        again (so it comes back as a new item), then upsert the rest."""
+        by_namespace: dict[str, list[PutOp]] = defaultdict(list)
+        for op in puts:
+            by_namespace[_text(op.namespace)].append(op)
+        for namespace, ops in by_namespace.items():
+            deleted = [op.key for op in ops if op.value is None]
+            self._rows().filter(namespace=namespace, key__in=[op.key for op in ops]).filter(
+                Q(key__in=deleted) | Q(expires_at__lte=now)
+            ).delete()
+        rows = [self._row(op, now, docs) for op in puts if op.value is not None]
+        self._rows().bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["namespace", "key"],
+            update_fields=[
+                "value",
+                "type",
+                "blob",
+                "vectors",
+                "updated_at",
+                "expires_at",
+                "ttl_minutes",
+            ],
+        )
+
+    def _row(self, op: PutOp, now: datetime, docs: Vectors) -> StoreItem:
+        value = dict(op.value)
+        vectors = [docs[text] for text in self._texts(op)] or None
+        row = StoreItem(
+            namespace=_text(op.namespace),
+            key=op.key,
+            created_at=now,
+            updated_at=now,
+            ttl_minutes=op.ttl,
+            expires_at=None if op.ttl is None else now + timedelta(minutes=op.ttl),
+        )
+        if self.encrypted:
+            row.type, row.blob = self.serde.dumps_typed({"value": value, "vectors": vectors})
+        else:
+            row.value, row.vectors = value, vectors
+        return row
+
+    def _refresh(self, rows: list[StoreItem], now: datetime) -> None:
+        """Move the expiry of ``rows`` that have a TTL to now + their TTL."""
+        rows = [row for row in rows if row.ttl_minutes is not None]
+        for row in rows:
+            row.expires_at = now + timedelta(minutes=row.ttl_minutes)
+        if rows:
+            self._rows().bulk_update(rows, ["expires_at"])
+
+    # -- embeddings ---------------------------------------------------------------
+
+    def _texts(self, op: PutOp) -> list[str]:
+        """The texts to embed for a put: the configured fields, or ``op.index``."""
+        if not self.embeddings or op.value is None or op.index is False:
+            return []
+        paths = self._fields if op.index is None else [_path(p) for p in op.index]
+        return [text for path in paths for text in get_text_at_path(op.value, path)]
+
+    def _to_embed(self, ops: list[Op]) -> tuple[list[str], list[str]]:
+        """Distinct document texts of the batch's effective puts, and distinct queries."""
+        if not self.embeddings:
+            return [], []
+        docs = {text: None for op in _last_puts(ops) for text in self._texts(op)}
+        queries = {op.query: None for op in ops if isinstance(op, SearchOp) and op.query}
+        return list(docs), list(queries)
+
+    def _vectors(self, texts: list[str], vectors: list[list[float]]) -> Vectors:
+        dims = self.index_config.get("dims") if self.index_config else None
+        for vector in vectors:
+            if dims and len(vector) != dims:
+                raise ValueError(
+                    f"embedding has {len(vector)} dimensions; IndexConfig.dims is {dims}"
+                )
+        return dict(zip(texts, (list(map(float, v)) for v in vectors), strict=True))
+
+    # -- rows -----------------------------------------------------------------------
+
+    def _rows(self) -> QuerySet:
+        return StoreItem.objects.using(self.using)
+
+    def _live(self, now: datetime) -> QuerySet:
+        """Rows that have not expired at ``now``."""
+        return self._rows().filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+
+    def _prefix(self, prefix: tuple[str, ...]) -> Q:
+        """Rows in namespace ``prefix`` or below it, matched label by label."""
+        if not prefix:
+            return Q()
+        text = _text(prefix)
+        if connections[self.using].vendor == "postgresql":
+            below = Q(namespace__startswith=text + ".")  # LIKE, case-sensitive here
+        else:  # SQLite's LIKE ignores ASCII case; this range over binary order does not
+            below = Q(namespace__gte=text + ".", namespace__lt=text + "/")
+        return Q(namespace=text) | below
+
+    def _decode(self, row: StoreItem) -> tuple[dict, list | None]:
+        """(value, vectors) of a row, decrypted when stored encrypted."""
+        if row.blob is None:
+            return row.value, row.vectors
+        payload = self.serde.loads_typed((row.type, bytes(row.blob)))
+        return payload["value"], payload["vectors"]
+
+    def _fields_of(self, row: StoreItem) -> dict[str, Any]:
+        return {
+            "namespace": _namespace(row.namespace),
+            "key": row.key,
+            "value": self._decode(row)[0],
+            "created_at": row.created_at,
+            "updated_at": row.updated_at,
+        }
+
+    @contextmanager
+    def _db(self) -> Iterator[None]:
+        """Close a connection this call opened (as ``DjangoSaver`` does): ``abatch`` runs in
+        short-lived threads, each of which would otherwise keep one open."""
+        conn = connections[self.using]
+        opened_here = conn.connection is None
+        try:
+            yield
+        finally:
+            if opened_here and not conn.in_atomic_block:
+                conn.close()
+
+
+# -- validation -------------------------------------------------------------------------
+
+
+def _checked(ops: Iterable[Op]) -> list[Op]:
+    """``ops`` as a list, or ``ValueError`` (``InvalidNamespaceError`` for a namespace)
+    naming the first bad field."""
+    ops = list(ops)
+    for op in ops:
+        validate_op_namespace(op)
+        if isinstance(op, PutOp):
+            _check_put(op)
+        elif isinstance(op, SearchOp):
+            _check_page(op)
+            _check_filter(op.filter)
+        elif isinstance(op, ListNamespacesOp):
+            _check_list(op)
+        elif not isinstance(op, GetOp):
+            raise ValueError(f"unknown operation type: {type(op).__name__}")
+    return ops
+
+
+def _check_put(op: PutOp) -> None:
+    if not op.namespace:
+        raise InvalidNamespaceError("PutOp.namespace cannot be empty")
+    if op.value is not None and not isinstance(op.value, Mapping):
+        raise ValueError(f"PutOp.value must be a mapping or None, got {type(op.value).__name__}")
+    if op.ttl is not None and not op.ttl > 0:
+        raise ValueError(f"PutOp.ttl must be a positive number of minutes or None, got {op.ttl!r}")
+
+
+def _check_list(op: ListNamespacesOp) -> None:
+    _check_page(op)
+    if op.max_depth is not None and op.max_depth < 1:
+        raise ValueError(f"ListNamespacesOp.max_depth must be at least 1, got {op.max_depth}")
+    for condition in op.match_conditions or ():
+        if condition.match_type not in ("prefix", "suffix"):
+            got = condition.match_type
+            raise ValueError(f"MatchCondition.match_type must be prefix or suffix, got {got!r}")
+
+
+def _check_page(op: SearchOp | ListNamespacesOp) -> None:
+    name = type(op).__name__
+    for field in ("limit", "offset"):
+        if getattr(op, field) < 0:
+            raise ValueError(f"{name}.{field} must not be negative, got {getattr(op, field)}")
+
+
+def _check_filter(filter: Mapping[str, Any] | None) -> None:
+    for key, condition in (filter or {}).items():
+        for operator, operand in _conditions(condition):
+            if operator not in OPERATORS:
+                raise ValueError(f"SearchOp.filter[{key!r}]: unknown operator {operator!r}")
+            if operator in RANGE_OPERATORS and not (
+                _is_number(operand) or isinstance(operand, str)
+            ):
+                raise ValueError(
+                    f"SearchOp.filter[{key!r}]: {operator} compares numbers or strings, "
+                    f"got {type(operand).__name__}"
+                )
+
+
+# -- filters --------------------------------------------------------------------------
+
+
+def _conditions(condition: Any) -> list[tuple[str, Any]]:
+    """(operator, operand) pairs of one filter entry: an operator dict (a key starting
+    with ``$``, as ``InMemoryStore`` reads it) or a value meaning ``$eq``."""
+    if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
+        return list(condition.items())
+    return [("$eq", condition)]
+
+
+def matches(value: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
+    """Whether ``value`` passes ``filter``: the Python form of the SQL filter.
+
+    Keys are top-level and literal. ``$eq`` (or a bare value) is JSON equality: numbers by
+    value (``1 == 1.0``), booleans apart from numbers, objects and lists structurally.
+    ``$ne`` is its negation, so an item without the key passes (as in ``InMemoryStore``).
+    ``$gt $gte $lt $lte`` compare a number operand with numbers and a string operand with
+    strings (by code point); any other stored type, or a missing key, fails.
+    """
+    return all(
+        _passes(value, str(key), operator, operand)
+        for key, condition in filter.items()
+        for operator, operand in _conditions(condition)
+    )
+
+
+def _passes(value: Mapping[str, Any], key: str, operator: str, operand: Any) -> bool:
+    present = key in value
+    if operator == "$eq":
+        return present and _json_equal(value[key], operand)
+    if operator == "$ne":
+        return not (present and _json_equal(value[key], operand))
+    if not present:
+        return False
+    stored = value[key]
+    if not (_is_number(stored) and _is_number(operand)) and not (
+        isinstance(stored, str) and isinstance(operand, str)
+    ):
+        return False
+    return {
+        "$gt": stored > operand,
+        "$gte": stored >= operand,
+        "$lt": stored < operand,
+        "$lte": stored <= operand,
+    }[operator]
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(map(_json_equal, a, b))
+    return a == b
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _sql_filter(filter: Mapping[str, Any]) -> list[Q]:
+    """``matches`` as conditions on the JSON ``value`` column."""
+    conditions = []
+    for key, condition in filter.items():
+        for operator, operand in _conditions(condition):
+            equal = MetadataKeyEquals(str(key), operand, column="value")
+            if operator == "$eq":
+                conditions.append(Q(equal))
+            elif operator == "$ne":
+                conditions.append(~Q(Coalesce(equal, Value(False))))
+            else:
+                conditions.append(Q(ValueCompare(str(key), operator, operand)))
+    return conditions
+
+
+class ValueCompare(Func):
+    """``value[key] <op> operand`` over the JSON ``value`` column, for ``$gt $gte $lt
+    $lte``: a number operand against stored numbers (as numbers, not text), a string
+    operand against stored strings (by code point). Other stored types do not match."""
+
+    conditional = True
+    output_field = BooleanField()
+
+    def __init__(self, key: str, operator: str, operand: Any):
+        super().__init__(F("value"))
+        self.key, self.symbol, self.operand = key, RANGE_OPERATORS[operator], operand
+        self.numeric = _is_number(operand)
+
+    def as_postgresql(self, compiler, connection, **extra):
+        column, params = compiler.compile(self.source_expressions[0])
+        if self.numeric:
+            kind, cast, operand = "number", "::float8", "%s::float8"
+        else:
+            kind, cast, operand = "string", ' COLLATE "C"', "%s"
+        sql = (
+            f"CASE WHEN jsonb_typeof({column} -> %s) = '{kind}' "
+            f"THEN ({column} ->> %s){cast} {self.symbol} {operand} ELSE FALSE END"
+        )
+        return sql, (*params, self.key, *params, self.key, self.operand)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        column, params = compiler.compile(self.source_expressions[0])
+        types = "'integer', 'real'" if self.numeric else "'text'"
+        sql = (
+            f"EXISTS (SELECT 1 FROM json_each({column}) AS m "
+            f"WHERE m.key = %s AND m.type IN ({types}) AND m.value {self.symbol} %s)"
+        )
+        return sql, (*params, self.key, self.operand)
+
+    def as_sql(self, compiler, connection, **extra):
+        raise NotImplementedError(f"store filters are not written for {connection.vendor}")
+
+
+# -- small helpers ----------------------------------------------------------------------
+
+
+def _last_puts(ops: list[Op]) -> list[PutOp]:
+    """The batch's puts, one per item: the last one wins."""
+    return list({(op.namespace, op.key): op for op in ops if isinstance(op, PutOp)}.values())
+
+
+def _path(path: str) -> str | list[str]:
+    """A field path as ``get_text_at_path`` takes it (``"$"``, the whole value, stays)."""
+    return path if path == "$" else tokenize_path(path)
+
+
+def _text(namespace: tuple[str, ...]) -> str:
+    return ".".join(namespace)
+
+
+def _namespace(text: str) -> tuple[str, ...]:
+    return tuple(text.split("."))
+
+
+def _match_pattern(condition: MatchCondition) -> str:
+    """A regular expression (valid for Python and PostgreSQL) matching whole labels, ``*``
+    being any one label: PostgresStore's ``_namespace_match_pattern``."""
+    body = r"\.".join("[^.]+" if label == "*" else re.escape(label) for label in condition.path)
+    if condition.match_type == "suffix":
+        return rf"(^|\.){body}\Z"
+    return rf"^{body}(\.|\Z)"
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=False)) / norm if norm else 0.0
