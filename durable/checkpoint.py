@@ -33,9 +33,10 @@ import operator
 import random
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any
+from contextlib import contextmanager, nullcontext
+from typing import Any, NamedTuple
 
+import psycopg
 from django.db import connections, transaction
 from django.db.models import Q
 from langchain_core.runnables import RunnableConfig
@@ -56,7 +57,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from durable import models
-from durable.metadata import MetadataKeyEquals
+from durable.metadata import MetadataKeyEquals, SortedKeysJSONEncoder
 from durable.serde import default_serde
 
 LIST_PAGE_SIZE = 100
@@ -104,6 +105,23 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             if opened_here and not conn.in_atomic_block:
                 conn.close()
 
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        """A cursor for the hot paths' SQL. On PostgreSQL it is psycopg's own binary
+        cursor on Django's connection, as PostgresSaver uses: blobs travel as bytes, not
+        as the hex text Django's client-side binding would make of them."""
+        connection = connections[self.using]
+        if connection.vendor == "postgresql":
+            connection.ensure_connection()
+            # Django's connections make client-side-binding cursors by default; this one
+            # binds on the server and reads binary results.
+            with psycopg.Cursor(connection.connection) as cursor:
+                cursor.format = psycopg.pq.Format.BINARY
+                yield cursor
+        else:
+            with connection.cursor() as cursor:
+                yield cursor
+
     # -- writes -------------------------------------------------------------------
 
     def put(
@@ -124,36 +142,49 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         checkpoint_ns = conf.get("checkpoint_ns", "") or ""
         payload, blob_values = _split_channel_values(checkpoint)
         blobs = [
-            models.CheckpointBlob(
-                thread_id=thread_id,
-                checkpoint_ns=checkpoint_ns,
-                channel=channel,
-                version=str(version),
+            {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "channel": channel,
+                "version": str(version),
                 **_typed(self._dump(blob_values[channel], f"channel {channel!r}"), "blob"),
-            )
+            }
             for channel, version in new_versions.items()
             if channel in blob_values
         ]
-        row = models.Checkpoint(
-            thread_id=thread_id,
-            checkpoint_ns=checkpoint_ns,
-            checkpoint_id=checkpoint["id"],
-            parent_checkpoint_id=conf.get("checkpoint_id"),
-            channel_versions=checkpoint["channel_versions"],
-            metadata=get_serializable_checkpoint_metadata(config, metadata),
+        row = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint["id"],
+            "parent_checkpoint_id": conf.get("checkpoint_id"),
+            "channel_versions": checkpoint["channel_versions"],
+            "metadata": get_serializable_checkpoint_metadata(config, metadata),
             **_typed(self._dump_payload(payload), "checkpoint"),
+        }
+        checkpoint_sql, checkpoint_params = self._insert(
+            models.Checkpoint,
+            [row],
+            update=["type", "checkpoint", "channel_versions", "metadata"],
         )
-        with self._db(), transaction.atomic(using=self.using):
-            if blobs:
-                models.CheckpointBlob.objects.using(self.using).bulk_create(
-                    blobs, ignore_conflicts=True
-                )
-            models.Checkpoint.objects.using(self.using).bulk_create(
-                [row],
-                update_conflicts=True,
-                unique_fields=["thread_id", "checkpoint_ns", "checkpoint_id"],
-                update_fields=["type", "checkpoint", "channel_versions", "metadata"],
-            )
+        statements = [(checkpoint_sql, checkpoint_params)]
+        if blobs:
+            blob_sql, blob_params = self._insert(models.CheckpointBlob, blobs)
+            if connections[self.using].vendor == "postgresql":
+                # One statement, so one round trip and atomic without BEGIN and COMMIT:
+                # PostgresSaver pipelines the same two inserts.
+                statements = [
+                    (
+                        f"WITH blobs AS ({blob_sql}) {checkpoint_sql}",
+                        blob_params + checkpoint_params,
+                    )
+                ]
+            else:
+                statements.insert(0, (blob_sql, blob_params))
+        # Two statements (SQLite) need a transaction; one (PostgreSQL) is atomic as it is.
+        atomic = transaction.atomic(using=self.using) if len(statements) > 1 else nullcontext()
+        with self._db(), atomic, self._cursor() as cursor:
+            for sql, params in statements:
+                cursor.execute(sql, params)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -179,31 +210,59 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         conf = config["configurable"]
         thread_id = check_thread_id(conf["thread_id"])
         rows = [
-            models.CheckpointWrite(
-                thread_id=thread_id,
-                checkpoint_ns=conf.get("checkpoint_ns", "") or "",
-                checkpoint_id=conf["checkpoint_id"],
-                task_id=task_id,
-                task_path=task_path,
-                idx=WRITES_IDX_MAP.get(channel, idx),
-                channel=channel,
+            {
+                "thread_id": thread_id,
+                "checkpoint_ns": conf.get("checkpoint_ns", "") or "",
+                "checkpoint_id": conf["checkpoint_id"],
+                "task_id": task_id,
+                "task_path": task_path,
+                "idx": WRITES_IDX_MAP.get(channel, idx),
+                "channel": channel,
                 **_typed(self._dump(value, f"write to channel {channel!r}"), "blob"),
-            )
+            }
             for idx, (channel, value) in enumerate(writes)
         ]
         if not rows:
             return
-        manager = models.CheckpointWrite.objects.using(self.using)
-        with self._db():
-            if all(channel in WRITES_IDX_MAP for channel, _ in writes):
-                manager.bulk_create(
-                    rows,
-                    update_conflicts=True,
-                    unique_fields=["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-                    update_fields=["channel", "type", "blob", "task_path"],
-                )
-            else:
-                manager.bulk_create(rows, ignore_conflicts=True)
+        special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        sql, params = self._insert(
+            models.CheckpointWrite,
+            rows,
+            update=["channel", "type", "blob", "task_path"] if special else [],
+        )
+        with self._db(), self._cursor() as cursor:
+            cursor.execute(sql, params)
+
+    _JSON_COLUMNS = frozenset({"channel_versions", "metadata"})
+
+    def _insert(self, model, rows: list[dict], update: Sequence[str] = ()) -> tuple[str, list]:
+        """``INSERT ... ON CONFLICT`` on ``model``'s unique key for ``rows`` (dicts with the
+        same keys): ``DO UPDATE`` of ``update`` columns, or ``DO NOTHING``. One statement,
+        valid on SQLite and PostgreSQL, where the ORM's ``bulk_create`` wraps each insert
+        in a transaction of its own (three round trips instead of one)."""
+        ops = connections[self.using].ops
+        json_cast = "::jsonb" if connections[self.using].vendor == "postgresql" else ""
+        columns = list(rows[0])
+        one = ", ".join(f"%s{json_cast}" if c in self._JSON_COLUMNS else "%s" for c in columns)
+        [unique] = model._meta.constraints
+        sql = (
+            f"INSERT INTO {ops.quote_name(model._meta.db_table)}"
+            f" ({', '.join(map(ops.quote_name, columns))})"
+            f" VALUES {', '.join([f'({one})'] * len(rows))}"
+            f" ON CONFLICT ({', '.join(map(ops.quote_name, unique.fields))}) "
+        )
+        if update:
+            sql += "DO UPDATE SET " + ", ".join(
+                f"{ops.quote_name(c)} = EXCLUDED.{ops.quote_name(c)}" for c in update
+            )
+        else:
+            sql += "DO NOTHING"
+        params = [
+            json.dumps(row[c], cls=SortedKeysJSONEncoder) if c in self._JSON_COLUMNS else row[c]
+            for row in rows
+            for c in columns
+        ]
+        return sql, params
 
     def _dump(self, value: Any, where: str) -> tuple[str, bytes]:
         """``serde.dumps_typed(value)``; a value it cannot encode raises ``TypeError``
@@ -357,16 +416,21 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         ``writes_sort_key``.
         """
         conf = config["configurable"]
-        rows = models.Checkpoint.objects.using(self.using).filter(
-            thread_id=check_thread_id(conf["thread_id"]),
-            checkpoint_ns=conf.get("checkpoint_ns", "") or "",
-        )
+        params = [check_thread_id(conf["thread_id"]), conf.get("checkpoint_ns", "") or ""]
         if checkpoint_id := get_checkpoint_id(config):
-            rows = rows.filter(checkpoint_id=checkpoint_id)
+            which = "AND checkpoint_id = %s"
+            params.append(checkpoint_id)
         else:
-            rows = rows.order_by("-checkpoint_id")
+            which = "ORDER BY checkpoint_id DESC"
+        table = connections[self.using].ops.quote_name(models.Checkpoint._meta.db_table)
         with self._db():
-            found = list(rows[:1])
+            with self._cursor() as cursor:
+                cursor.execute(
+                    f"SELECT {', '.join(_Row._fields)} FROM {table}"
+                    f" WHERE thread_id = %s AND checkpoint_ns = %s {which} LIMIT 1",
+                    params,
+                )
+                found = [_Row.from_db(*r) for r in cursor.fetchall()]
             return self._load(found)[0] if found else None
 
     def list(
@@ -404,8 +468,8 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         return tuples
 
     def _load(self, rows: Sequence[models.Checkpoint]) -> list[CheckpointTuple]:
-        """Turn checkpoint rows into tuples with three more queries per (thread,
-        namespace): two for their blobs (keys, then values), one for their writes."""
+        """Turn checkpoint rows into tuples with one more query per (thread, namespace),
+        reading their blobs and their pending writes together."""
         blobs: dict[tuple, tuple[str, bytes | None]] = {}
         writes: dict[tuple, list] = defaultdict(list)
         groups: dict[tuple[str, str], list] = defaultdict(list)
@@ -418,51 +482,75 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             wanted = {
                 (channel, str(version))
                 for row in group
-                for channel, version in checkpoints[row.pk]["channel_versions"].items()
+                for channel, version in row.channel_versions.items()
             }
-            blobs.update(self._blobs(thread_id, ns, wanted))
-            for write in models.CheckpointWrite.objects.using(self.using).filter(
-                thread_id=thread_id,
-                checkpoint_ns=ns,
-                checkpoint_id__in=[row.checkpoint_id for row in group],
-            ):
-                writes[(thread_id, ns, write.checkpoint_id)].append(write)
-        for found in writes.values():
-            # In Python, as PostgresSaver does: a database collation must not reorder
-            # task paths, or an order-sensitive reducer rebuilds a different value.
-            found.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
+            found_blobs, found_writes = self._read(
+                thread_id, ns, wanted, [row.checkpoint_id for row in group]
+            )
+            blobs.update(found_blobs)
+            writes.update(found_writes)
         return [
             self._tuple(
                 row,
                 checkpoints[row.pk],
                 blobs,
                 [
-                    (w.task_id, w.channel, self.serde.loads_typed((w.type, bytes(w.blob))))
-                    for w in writes[(row.thread_id, row.checkpoint_ns, row.checkpoint_id)]
+                    (w.task_id, w.channel, self.serde.loads_typed((w.type, w.blob)))
+                    for w in writes.get((row.thread_id, row.checkpoint_ns, row.checkpoint_id), [])
                 ],
             )
             for row in rows
         ]
 
     def _blobs(self, thread_id: str, ns: str, wanted: set[tuple[str, str]]) -> dict:
-        """The (type, bytes) of exactly the ``wanted`` (channel, version) blobs: their keys
-        are matched first, so no unwanted value is ever read."""
-        if not wanted:
-            return {}
-        blobs = models.CheckpointBlob.objects.using(self.using).filter(
-            thread_id=thread_id, checkpoint_ns=ns
-        )
-        keys = blobs.filter(
-            channel__in={c for c, _ in wanted}, version__in={v for _, v in wanted}
-        ).values_list("pk", "channel", "version")
-        pks = [pk for pk, channel, version in keys if (channel, version) in wanted]
-        return {
-            (thread_id, ns, b.channel, b.version): (
-                b.type,
-                None if b.blob is None else bytes(b.blob),
+        """The (type, bytes) of exactly the ``wanted`` (channel, version) blobs."""
+        return self._read(thread_id, ns, wanted, [])[0]
+
+    def _read(
+        self, thread_id: str, ns: str, wanted: set[tuple[str, str]], checkpoint_ids: list[str]
+    ) -> tuple[dict, dict]:
+        """One query for the ``wanted`` blobs, matched by exact (channel, version) so no
+        unneeded value is read, and for the writes of ``checkpoint_ids``, sorted by
+        ``writes_sort_key`` (in Python, as PostgresSaver does: a database collation
+        must not reorder task paths, or an order-sensitive reducer rebuilds a different
+        value). Returns ``({(thread, ns, channel, version): (type, bytes)},
+        {(thread, ns, checkpoint_id): [_Write, ...]})``."""
+        ops = connections[self.using].ops
+        parts, params = [], []
+        if wanted:
+            pairs = ", ".join(["(%s, %s)"] * len(wanted))
+            parts.append(
+                "SELECT 'b', channel, version, type, blob, NULL, NULL, NULL"
+                f" FROM {ops.quote_name(models.CheckpointBlob._meta.db_table)}"
+                " WHERE thread_id = %s AND checkpoint_ns = %s"
+                f" AND (channel, version) IN (VALUES {pairs})"
             )
-            for b in blobs.filter(pk__in=pks)
-        }
+            params += [thread_id, ns, *itertools.chain.from_iterable(wanted)]
+        if checkpoint_ids:
+            marks = ", ".join(["%s"] * len(checkpoint_ids))
+            parts.append(
+                "SELECT 'w', channel, checkpoint_id, type, blob, task_id, task_path, idx"
+                f" FROM {ops.quote_name(models.CheckpointWrite._meta.db_table)}"
+                f" WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id IN ({marks})"
+            )
+            params += [thread_id, ns, *checkpoint_ids]
+        blobs: dict[tuple, tuple[str, bytes | None]] = {}
+        writes: dict[tuple, list[_Write]] = defaultdict(list)
+        if not parts:
+            return blobs, writes
+        with self._cursor() as cursor:
+            cursor.execute(" UNION ALL ".join(parts), params)
+            for kind, channel, key, type_, data, task_id, task_path, idx in cursor.fetchall():
+                data = None if data is None else bytes(data)
+                if kind == "b":
+                    blobs[(thread_id, ns, channel, key)] = (type_, data)
+                else:
+                    writes[(thread_id, ns, key)].append(
+                        _Write(task_id, task_path, idx, channel, type_, data)
+                    )
+        for found in writes.values():
+            found.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
+        return blobs, writes
 
     # -- DeltaChannel history ------------------------------------------------------
 
@@ -554,10 +642,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         params = [thread_id, ns, start_id, thread_id, ns, self.CHAIN_PAGE - 1]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            return [
-                (cid, parent, json.loads(v) if isinstance(v, str) else v)
-                for cid, parent, v in cursor.fetchall()
-            ]
+            return [(cid, parent, _json(v)) for cid, parent, v in cursor.fetchall()]
 
     def _stored_blob_keys(self, thread_id: str, ns: str, wanted: set[tuple[str, str]]) -> set:
         if not wanted:
@@ -716,6 +801,44 @@ def _split_channel_values(checkpoint: Checkpoint) -> tuple[dict, dict]:
         else:
             blob_values[channel] = inline.pop(channel)
     return payload, blob_values
+
+
+class _Row(NamedTuple):
+    """A checkpoint row read with SQL, shaped like the model for ``_load``."""
+
+    id: int
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    type: str
+    checkpoint: bytes
+    channel_versions: dict
+    metadata: dict
+
+    @property
+    def pk(self) -> int:
+        return self.id
+
+    @classmethod
+    def from_db(cls, *values) -> _Row:
+        *head, versions, metadata = values
+        return cls(*head, _json(versions), _json(metadata))
+
+
+def _json(value):
+    """A JSON column as read by a raw cursor: text (SQLite, or Django's jsonb loader)
+    or already decoded (psycopg's binary jsonb loader)."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+class _Write(NamedTuple):
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    type: str
+    blob: bytes
 
 
 class _Pages:
