@@ -118,9 +118,7 @@ async def achat_turns(graph, thread_id: str, turns: int) -> float:
     config = {"configurable": {"thread_id": thread_id}}
     started = time.perf_counter()
     for turn in range(turns):
-        await graph.ainvoke(
-            {"messages": [HumanMessage(f"turn {turn}")]}, config, durability="sync"
-        )
+        await graph.ainvoke({"messages": [HumanMessage(f"turn {turn}")]}, config, durability="sync")
     return (time.perf_counter() - started) / turns
 
 
@@ -165,8 +163,7 @@ def bytes_per_turn(url: str, tables: list[str], where_thread: str, turns: int) -
         total = 0
         for table in tables:
             row = conn.execute(
-                f"SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM {table} t "
-                "WHERE thread_id = %s",
+                f"SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM {table} t WHERE thread_id = %s",
                 [where_thread],
             ).fetchone()
             total += row[0]
