@@ -33,10 +33,9 @@ import operator
 import random
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from typing import Any, NamedTuple
 
-import psycopg
 from django.db import connections, transaction
 from django.db.models import Q
 from langchain_core.runnables import RunnableConfig
@@ -56,8 +55,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
-from durable import models
-from durable.metadata import MetadataKeyEquals, SortedKeysJSONEncoder
+from durable import models, sql
+from durable.metadata import MetadataKeyEquals
 from durable.serde import default_serde
 
 LIST_PAGE_SIZE = 100
@@ -93,34 +92,11 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde or default_serde())
         self.using = using
 
-    # -- connection hygiene -------------------------------------------------------
+    def _db(self):
+        return sql.connection_as_found(self.using)
 
-    @contextmanager
-    def _db(self) -> Iterator[None]:
-        conn = connections[self.using]
-        opened_here = conn.connection is None
-        try:
-            yield
-        finally:
-            if opened_here and not conn.in_atomic_block:
-                conn.close()
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        """A cursor for the hot paths' SQL. On PostgreSQL it is psycopg's own binary
-        cursor on Django's connection, as PostgresSaver uses: blobs travel as bytes, not
-        as the hex text Django's client-side binding would make of them."""
-        connection = connections[self.using]
-        if connection.vendor == "postgresql":
-            connection.ensure_connection()
-            # Django's connections make client-side-binding cursors by default; this one
-            # binds on the server and reads binary results.
-            with psycopg.Cursor(connection.connection) as cursor:
-                cursor.format = psycopg.pq.Format.BINARY
-                yield cursor
-        else:
-            with connection.cursor() as cursor:
-                yield cursor
+    def _cursor(self):
+        return sql.cursor(self.using)
 
     # -- writes -------------------------------------------------------------------
 
@@ -161,14 +137,15 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             "metadata": get_serializable_checkpoint_metadata(config, metadata),
             **_typed(self._dump_payload(payload), "checkpoint"),
         }
-        checkpoint_sql, checkpoint_params = self._insert(
+        checkpoint_sql, checkpoint_params = sql.upsert(
+            self.using,
             models.Checkpoint,
             [row],
             update=["type", "checkpoint", "channel_versions", "metadata"],
         )
         statements = [(checkpoint_sql, checkpoint_params)]
         if blobs:
-            blob_sql, blob_params = self._insert(models.CheckpointBlob, blobs)
+            blob_sql, blob_params = sql.upsert(self.using, models.CheckpointBlob, blobs)
             if connections[self.using].vendor == "postgresql":
                 # One statement, so one round trip and atomic without BEGIN and COMMIT:
                 # PostgresSaver pipelines the same two inserts.
@@ -183,8 +160,8 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         # Two statements (SQLite) need a transaction; one (PostgreSQL) is atomic as it is.
         atomic = transaction.atomic(using=self.using) if len(statements) > 1 else nullcontext()
         with self._db(), atomic, self._cursor() as cursor:
-            for sql, params in statements:
-                cursor.execute(sql, params)
+            for statement, params in statements:
+                cursor.execute(statement, params)
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -225,44 +202,14 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         if not rows:
             return
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        sql, params = self._insert(
+        statement, params = sql.upsert(
+            self.using,
             models.CheckpointWrite,
             rows,
             update=["channel", "type", "blob", "task_path"] if special else [],
         )
         with self._db(), self._cursor() as cursor:
-            cursor.execute(sql, params)
-
-    _JSON_COLUMNS = frozenset({"channel_versions", "metadata"})
-
-    def _insert(self, model, rows: list[dict], update: Sequence[str] = ()) -> tuple[str, list]:
-        """``INSERT ... ON CONFLICT`` on ``model``'s unique key for ``rows`` (dicts with the
-        same keys): ``DO UPDATE`` of ``update`` columns, or ``DO NOTHING``. One statement,
-        valid on SQLite and PostgreSQL, where the ORM's ``bulk_create`` wraps each insert
-        in a transaction of its own (three round trips instead of one)."""
-        ops = connections[self.using].ops
-        json_cast = "::jsonb" if connections[self.using].vendor == "postgresql" else ""
-        columns = list(rows[0])
-        one = ", ".join(f"%s{json_cast}" if c in self._JSON_COLUMNS else "%s" for c in columns)
-        [unique] = model._meta.constraints
-        sql = (
-            f"INSERT INTO {ops.quote_name(model._meta.db_table)}"
-            f" ({', '.join(map(ops.quote_name, columns))})"
-            f" VALUES {', '.join([f'({one})'] * len(rows))}"
-            f" ON CONFLICT ({', '.join(map(ops.quote_name, unique.fields))}) "
-        )
-        if update:
-            sql += "DO UPDATE SET " + ", ".join(
-                f"{ops.quote_name(c)} = EXCLUDED.{ops.quote_name(c)}" for c in update
-            )
-        else:
-            sql += "DO NOTHING"
-        params = [
-            json.dumps(row[c], cls=SortedKeysJSONEncoder) if c in self._JSON_COLUMNS else row[c]
-            for row in rows
-            for c in columns
-        ]
-        return sql, params
+            cursor.execute(statement, params)
 
     def _dump(self, value: Any, where: str) -> tuple[str, bytes]:
         """``serde.dumps_typed(value)``; a value it cannot encode raises ``TypeError``
@@ -623,7 +570,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         each step a hit on the (thread_id, checkpoint_ns, checkpoint_id) index."""
         connection = connections[self.using]
         table = connection.ops.quote_name(models.Checkpoint._meta.db_table)
-        sql = f"""
+        query = f"""
             WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, channel_versions, depth)
             AS (
                 SELECT checkpoint_id, parent_checkpoint_id, channel_versions, 0 FROM {table}
@@ -641,7 +588,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         """
         params = [thread_id, ns, start_id, thread_id, ns, self.CHAIN_PAGE - 1]
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(query, params)
             return [(cid, parent, _json(v)) for cid, parent, v in cursor.fetchall()]
 
     def _stored_blob_keys(self, thread_id: str, ns: str, wanted: set[tuple[str, str]]) -> set:

@@ -12,8 +12,8 @@ import asyncio
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
@@ -44,12 +44,26 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from durable import sql
 from durable.metadata import MetadataKeyEquals
 from durable.models import StoreItem
 from durable.serde import default_serde
 
 # Search order without a query, and the tie order of equal scores with one.
 ORDER = ("-updated_at", "key", "namespace")
+# The columns a put writes; an update keeps namespace, key and created_at.
+_WRITTEN = (
+    "namespace",
+    "key",
+    "value",
+    "type",
+    "blob",
+    "vectors",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "ttl_minutes",
+)
 RANGE_OPERATORS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 OPERATORS = {"$eq", "$ne", *RANGE_OPERATORS}
 
@@ -150,7 +164,11 @@ class DjangoStore(BaseStore):
 
     def _execute(self, ops: list[Op], docs: Vectors, queries: Vectors) -> list[Result]:
         results: list[Result] = [None] * len(ops)
-        with self._db(), transaction.atomic(using=self.using):
+        puts = _last_puts(ops)
+        # Only a batch that writes needs a transaction (its reads see the store as it was
+        # before its puts); one that only reads is spared BEGIN and COMMIT.
+        atomic = transaction.atomic(using=self.using) if puts else nullcontext()
+        with self._db(), atomic:
             now = timezone.now()
             self._get([(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)], now, results)
             for i, op in enumerate(ops):
@@ -158,7 +176,7 @@ class DjangoStore(BaseStore):
                     results[i] = self._search(op, now, queries)
                 elif isinstance(op, ListNamespacesOp):
                     results[i] = self._list_namespaces(op, now)
-            if puts := _last_puts(ops):
+            if puts:
                 self._put(puts, now, docs)
         return results
 
@@ -260,20 +278,16 @@ class DjangoStore(BaseStore):
                 Q(key__in=deleted) | Q(expires_at__lte=now)
             ).delete()
         rows = [self._row(op, now, docs) for op in puts if op.value is not None]
-        self._rows().bulk_create(
-            rows,
-            update_conflicts=True,
-            unique_fields=["namespace", "key"],
-            update_fields=[
-                "value",
-                "type",
-                "blob",
-                "vectors",
-                "updated_at",
-                "expires_at",
-                "ttl_minutes",
-            ],
+        if not rows:
+            return
+        statement, params = sql.upsert_each(
+            self.using,
+            StoreItem,
+            [{name: getattr(row, name) for name in _WRITTEN} for row in rows],
+            update=[name for name in _WRITTEN if name not in ("namespace", "key", "created_at")],
         )
+        with sql.cursor(self.using) as cursor:
+            cursor.executemany(statement, params)
 
     def _row(self, op: PutOp, now: datetime, docs: Vectors) -> StoreItem:
         value = dict(op.value)
@@ -362,17 +376,8 @@ class DjangoStore(BaseStore):
             "updated_at": row.updated_at,
         }
 
-    @contextmanager
-    def _db(self) -> Iterator[None]:
-        """Close a connection this call opened (as ``DjangoSaver`` does): ``abatch`` runs in
-        short-lived threads, each of which would otherwise keep one open."""
-        conn = connections[self.using]
-        opened_here = conn.connection is None
-        try:
-            yield
-        finally:
-            if opened_here and not conn.in_atomic_block:
-                conn.close()
+    def _db(self):
+        return sql.connection_as_found(self.using)
 
 
 # -- validation -------------------------------------------------------------------------

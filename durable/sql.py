@@ -1,0 +1,95 @@
+"""The SQL plumbing DjangoSaver and DjangoStore share on their hot paths.
+
+Django's ORM wraps every ``bulk_create`` in a transaction of its own and, on PostgreSQL,
+binds parameters on the client, so a blob travels as hex text inside the SQL. The saver
+and the store write one ``INSERT ... ON CONFLICT`` statement instead and, on PostgreSQL,
+run it on psycopg's own server-binding binary cursor, as LangGraph's PostgresSaver does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from django.db import connections
+
+
+@contextmanager
+def connection_as_found(using: str) -> Iterator[None]:
+    """Close, on exit, a connection this block had to open (outside an atomic block).
+
+    LangGraph calls savers, and ``abatch`` runs stores, from short-lived threads, and
+    Django keeps one connection per thread: without this each thread would leave one
+    open. A connection the thread already had (a Celery task's) is left alone. With
+    PostgreSQL's pool (settings), closing returns the connection to the pool."""
+    connection = connections[using]
+    opened_here = connection.connection is None
+    try:
+        yield
+    finally:
+        if opened_here and not connection.in_atomic_block:
+            connection.close()
+
+
+@contextmanager
+def cursor(using: str) -> Iterator[Any]:
+    """A DB-API cursor on ``using``: psycopg's binary, server-binding cursor on
+    PostgreSQL (Django's own connections bind on the client), Django's elsewhere."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as raw:
+            raw.format = psycopg.pq.Format.BINARY
+            yield raw
+    else:
+        with connection.cursor() as django_cursor:
+            yield django_cursor
+
+
+def upsert(using: str, model, rows: list[dict], update: Sequence[str] = ()) -> tuple[str, list]:
+    """One ``INSERT ... ON CONFLICT`` statement for ``rows`` (dicts keyed by field name,
+    all with the same keys) on ``model``'s single unique constraint: ``DO UPDATE`` of the
+    ``update`` fields, or ``DO NOTHING``. Values go through each field's
+    ``get_db_prep_save``, so JSON, dates and bytes are stored as the ORM would store
+    them. Returns ``(sql, params)``; valid on SQLite and PostgreSQL. For many rows use
+    ``upsert_each``: psycopg parses a long statement anew on every call."""
+    statement = _insert(using, model, list(rows[0]), update, len(rows))
+    return statement, [value for row in _params(using, model, rows) for value in row]
+
+
+def upsert_each(
+    using: str, model, rows: list[dict], update: Sequence[str] = ()
+) -> tuple[str, list[list]]:
+    """``upsert`` as a one-row statement and a parameter list per row, for
+    ``cursor.executemany`` (pipelined by psycopg on PostgreSQL)."""
+    return _insert(using, model, list(rows[0]), update, 1), _params(using, model, rows)
+
+
+def _insert(using: str, model, names: list[str], update: Sequence[str], count: int) -> str:
+    quote = connections[using].ops.quote_name
+
+    def column(name: str) -> str:
+        return quote(model._meta.get_field(name).column)
+
+    [unique] = model._meta.constraints
+    one = "(" + ", ".join(["%s"] * len(names)) + ")"
+    statement = (
+        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(map(column, names))})"
+        f" VALUES {', '.join([one] * count)}"
+        f" ON CONFLICT ({', '.join(map(column, unique.fields))}) "
+    )
+    if not update:
+        return statement + "DO NOTHING"
+    return (
+        statement
+        + "DO UPDATE SET "
+        + ", ".join(f"{column(name)} = EXCLUDED.{column(name)}" for name in update)
+    )
+
+
+def _params(using: str, model, rows: list[dict]) -> list[list]:
+    connection = connections[using]
+    fields = [model._meta.get_field(name) for name in rows[0]]
+    return [[f.get_db_prep_save(row[f.name], connection) for f in fields] for row in rows]
