@@ -106,12 +106,22 @@ def timed(fn, repeat: int = 1) -> float:
     return statistics.median(samples)
 
 
-def chat_turns(graph, thread_id: str, turns: int) -> float:
+CONNECTION_SAMPLES: dict[str, list[int]] = {}
+
+
+def chat_turns(graph, thread_id: str, turns: int, url: str | None = None) -> float:
+    """Seconds per turn; with ``url``, also samples this database's connection count
+    every 10 turns into ``CONNECTION_SAMPLES[thread_id]``."""
     config = {"configurable": {"thread_id": thread_id}}
-    started = time.perf_counter()
+    samples = CONNECTION_SAMPLES.setdefault(thread_id, [])
+    elapsed = 0.0
     for turn in range(turns):
+        started = time.perf_counter()
         graph.invoke({"messages": [HumanMessage(f"turn {turn}")]}, config, durability="sync")
-    return (time.perf_counter() - started) / turns
+        elapsed += time.perf_counter() - started
+        if url and turn % 10 == 9:
+            samples.append(connections(url))
+    return elapsed / turns
 
 
 async def achat_turns(graph, thread_id: str, turns: int) -> float:
@@ -122,10 +132,10 @@ async def achat_turns(graph, thread_id: str, turns: int) -> float:
     return (time.perf_counter() - started) / turns
 
 
-def sync_workloads(saver, prefix: str, turns: int) -> dict[str, float]:
+def sync_workloads(saver, prefix: str, turns: int, url: str) -> dict[str, float]:
     results = {}
     thread = f"{prefix}-chat-{uuid.uuid4().hex[:8]}"
-    results["chat turn, sync (s/turn)"] = chat_turns(chat_graph(saver), thread, turns)
+    results["chat turn, sync (s/turn)"] = chat_turns(chat_graph(saver), thread, turns, url)
     config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     latest = saver.get_tuple(config)
     middle = list(saver.list(config, limit=turns // 2))[-1].config
@@ -196,10 +206,10 @@ def main() -> None:
 
     with PostgresSaver.from_conn_string(args.url) as theirs:
         theirs.setup()
-        reference = sync_workloads(theirs, "pg", args.turns)
+        reference = sync_workloads(theirs, "pg", args.turns, args.url)
     ours_saver = DjangoSaver()
     before = connections(args.url)
-    ours = sync_workloads(ours_saver, "dj", args.turns)
+    ours = sync_workloads(ours_saver, "dj", args.turns, args.url)
     after = connections(args.url)
     for key, value in reference.items():
         if not key.startswith("_"):
@@ -238,9 +248,10 @@ def main() -> None:
         ratio = mine / reference_value if reference_value else float("nan")
         print(f"{name:<{width}}  {mine:>12.4f}  {reference_value:>13.4f}  {ratio:>6.2f}")
     print(
-        f"\nPostgreSQL connections held by this process around the {args.turns}-turn run "
-        f"with DjangoSaver: {before} before, {after} after (pool max "
-        f"{os.environ.get('DURABLE_DB_POOL_SIZE', 8)})."
+        f"\nPostgreSQL connections of this process, every 10 turns of the {args.turns}-turn "
+        f"sync chat: DjangoSaver {CONNECTION_SAMPLES[ours['_thread']]} (pool max "
+        f"{os.environ.get('DURABLE_DB_POOL_SIZE', 8)}; {before} before the run, {after} "
+        f"after), PostgresSaver {CONNECTION_SAMPLES[reference['_thread']]}."
     )
 
 

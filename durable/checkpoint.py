@@ -402,14 +402,20 @@ class DjangoSaver(BaseCheckpointSaver[str]):
 
     def _list_page(self, config, filter, before, pages: _Pages) -> list[CheckpointTuple]:
         rows = _list_query(self.using, config, filter, before)
+        # Within one thread and namespace checkpoint ids are unique, and ordering by the
+        # id alone lets PostgreSQL walk the unique index backwards and stop after
+        # ``size`` rows; across threads (copy_thread keeps ids) ``pk`` breaks ties.
+        one_namespace = bool(config) and config["configurable"].get("checkpoint_ns") is not None
         if pages.cursor is not None:
             last_id, last_pk = pages.cursor
-            rows = rows.filter(
-                Q(checkpoint_id__lt=last_id) | Q(checkpoint_id=last_id, pk__lt=last_pk)
-            )
+            after = Q(checkpoint_id__lt=last_id)
+            if not one_namespace:
+                after |= Q(checkpoint_id=last_id, pk__lt=last_pk)
+            rows = rows.filter(after)
+        order = ("-checkpoint_id",) if one_namespace else ("-checkpoint_id", "-pk")
         size = pages.next_size()
         with self._db():
-            page = list(rows.order_by("-checkpoint_id", "-pk")[:size])
+            page = list(rows.order_by(*order)[:size])
             tuples = self._load(page)
         pages.advance(page, size)
         return tuples
@@ -465,12 +471,16 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         ops = connections[self.using].ops
         parts, params = [], []
         if wanted:
+            # A list of row values is planned as index lookups on PostgreSQL (IN
+            # (VALUES ...) became a scan of the thread's blobs); SQLite only takes VALUES.
             pairs = ", ".join(["(%s, %s)"] * len(wanted))
+            if connections[self.using].vendor != "postgresql":
+                pairs = f"VALUES {pairs}"
             parts.append(
                 "SELECT 'b', channel, version, type, blob, NULL, NULL, NULL"
                 f" FROM {ops.quote_name(models.CheckpointBlob._meta.db_table)}"
                 " WHERE thread_id = %s AND checkpoint_ns = %s"
-                f" AND (channel, version) IN (VALUES {pairs})"
+                f" AND (channel, version) IN ({pairs})"
             )
             params += [thread_id, ns, *itertools.chain.from_iterable(wanted)]
         if checkpoint_ids:
