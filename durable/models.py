@@ -207,6 +207,15 @@ class StoreItem(models.Model):
                 name="store_item_expires_at",
                 condition=models.Q(expires_at__isnull=False),
             ),
+            # On PostgreSQL an anchored LIKE (namespace-prefix search) can only use a
+            # text_pattern_ops index unless the database collation is C, as
+            # PostgresStore's store_prefix_idx (langgraph/store/postgres/base.py).
+            # With ``key`` second it also serves a get, whichever index the planner picks.
+            models.Index(
+                fields=["namespace", "key"],
+                name="store_item_namespace_prefix",
+                opclasses=["text_pattern_ops", "text_pattern_ops"],
+            ),
         ]
 
     def __str__(self):
