@@ -198,23 +198,20 @@ class StoreItem(models.Model):
 
     class Meta:
         constraints = [
-            # Also serves namespace-prefix search (a range or LIKE scan of its first column).
-            models.UniqueConstraint(fields=["namespace", "key"], name="store_item_pk")
+            # Also serves namespace-prefix search (an anchored LIKE on its first column):
+            # on PostgreSQL only a text_pattern_ops index can, unless the collation is C,
+            # as PostgresStore's store_prefix_idx (langgraph/store/postgres/base.py).
+            models.UniqueConstraint(
+                fields=["namespace", "key"],
+                name="store_item_pk",
+                opclasses=["text_pattern_ops", "text_pattern_ops"],
+            )
         ]
         indexes = [
             models.Index(
                 fields=["expires_at"],
                 name="store_item_expires_at",
                 condition=models.Q(expires_at__isnull=False),
-            ),
-            # On PostgreSQL an anchored LIKE (namespace-prefix search) can only use a
-            # text_pattern_ops index unless the database collation is C, as
-            # PostgresStore's store_prefix_idx (langgraph/store/postgres/base.py).
-            # With ``key`` second it also serves a get, whichever index the planner picks.
-            models.Index(
-                fields=["namespace", "key"],
-                name="store_item_namespace_prefix",
-                opclasses=["text_pattern_ops", "text_pattern_ops"],
             ),
         ]
 
