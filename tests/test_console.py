@@ -18,6 +18,17 @@ def start_form(graph: str, input_text: str) -> dict:
     return {"graph": graph, "input": input_text}
 
 
+INPUTS = {"expense_approval": EXPENSE, "parallel_review": {"document": "Lease"}}
+
+
+def interrupted(graph: str = "expense_approval"):
+    """Start ``graph`` and wait for the worker to stop it at its interrupt(s): the
+    thread and the interrupt ids."""
+    run = finished(runs.start(graph, INPUTS[graph]))
+    assert run.status == Run.Status.INTERRUPTED
+    return Thread.objects.get(pk=run.thread_id), [i["id"] for i in run.interrupts]
+
+
 def counts() -> tuple[int, int, int]:
     return Thread.objects.count(), Run.objects.count(), Checkpoint.objects.count()
 
@@ -69,8 +80,7 @@ def test_bad_start_requests_explain_and_change_nothing(client, graph, input_text
 
 
 def test_resume_with_nothing_pending_explains_and_changes_nothing(client, worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread, _ = interrupted()
     finished(runs.resume(thread, {"decisions": [{"type": "approve"}]}))
     before = counts()
 
@@ -82,9 +92,7 @@ def test_resume_with_nothing_pending_explains_and_changes_nothing(client, worker
 
 
 def test_an_answer_that_is_not_json_explains_and_changes_nothing(client, worker):
-    run = finished(runs.start("parallel_review", {"document": "Lease"}))
-    thread = Thread.objects.get(pk=run.thread_id)
-    ids = [i["id"] for i in run.interrupts]
+    thread, ids = interrupted("parallel_review")
     before = counts()
 
     response = client.post(
@@ -101,10 +109,8 @@ def test_an_answer_that_is_not_json_explains_and_changes_nothing(client, worker)
 
 
 def test_both_parallel_interrupts_are_answered_in_one_submit(client, worker):
-    run = finished(runs.start("parallel_review", {"document": "Lease"}))
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread, ids = interrupted("parallel_review")
     page = client.get(reverse("thread", args=[thread.pk])).content.decode()
-    ids = [i["id"] for i in run.interrupts]
     assert all(f'name="answer-{i}"' in page for i in ids)
 
     response = client.post(
@@ -120,12 +126,10 @@ def test_both_parallel_interrupts_are_answered_in_one_submit(client, worker):
 
 
 def test_a_hitl_rejection_sends_the_reason(client, worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
-    [pending] = run.interrupts
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread, [pending_id] = interrupted()
     client.post(
         reverse("resume", args=[thread.pk]),
-        {f"decision-{pending['id']}-0": "reject", f"message-{pending['id']}-0": "Duplicate"},
+        {f"decision-{pending_id}-0": "reject", f"message-{pending_id}-0": "Duplicate"},
     )
     resumed = thread.runs.get(kind=Run.Kind.RESUME)
     assert resumed.command == {
@@ -136,12 +140,10 @@ def test_a_hitl_rejection_sends_the_reason(client, worker):
 
 
 def test_a_decision_the_request_does_not_allow_is_refused(client, worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
-    [pending] = run.interrupts
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread, [pending_id] = interrupted()
     before = counts()
     response = client.post(
-        reverse("resume", args=[thread.pk]), {f"decision-{pending['id']}-0": "pay-twice"}
+        reverse("resume", args=[thread.pk]), {f"decision-{pending_id}-0": "pay-twice"}
     )
     assert response.status_code == 400
     assert "pay-twice is not allowed for pay_expense" in response.content.decode()
@@ -192,9 +194,7 @@ def test_admin_lists_threads_and_runs_but_offers_no_delete(admin_client):
 
 
 def test_an_answer_outside_the_response_schema_is_refused(client, worker):
-    run = finished(runs.start("parallel_review", {"document": "Lease"}))
-    thread = Thread.objects.get(pk=run.thread_id)
-    ids = [i["id"] for i in run.interrupts]
+    thread, ids = interrupted("parallel_review")
     before = counts()
     response = client.post(
         reverse("resume", args=[thread.pk]),
@@ -209,13 +209,11 @@ def test_an_answer_outside_the_response_schema_is_refused(client, worker):
 
 
 def test_an_edited_claim_is_validated_and_paid_as_edited(client, worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
-    [pending] = run.interrupts
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread, [pending_id] = interrupted()
     edited = {**EXPENSE, "amount": 40.0, "payment": "ignored: not an argument"}
     response = client.post(
         reverse("resume", args=[thread.pk]),
-        {f"decision-{pending['id']}-0": "edit", f"args-{pending['id']}-0": json.dumps(edited)},
+        {f"decision-{pending_id}-0": "edit", f"args-{pending_id}-0": json.dumps(edited)},
     )
     assert response.status_code == 303
     resumed = finished(thread.runs.get(kind=Run.Kind.RESUME))
@@ -230,26 +228,22 @@ def test_an_edited_claim_is_validated_and_paid_as_edited(client, worker):
 
 
 def test_an_edit_that_changes_nothing_is_an_approval(client, worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
-    [pending] = run.interrupts
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread, [pending_id] = interrupted()
     client.post(
         reverse("resume", args=[thread.pk]),
-        {f"decision-{pending['id']}-0": "edit", f"args-{pending['id']}-0": json.dumps(EXPENSE)},
+        {f"decision-{pending_id}-0": "edit", f"args-{pending_id}-0": json.dumps(EXPENSE)},
     )
     resumed = thread.runs.get(kind=Run.Kind.RESUME)
     assert resumed.command == {"resume": {"decisions": [{"type": "approve"}]}}
 
 
 def test_edited_arguments_must_be_a_json_object(client, worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
-    [pending] = run.interrupts
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread, [pending_id] = interrupted()
     before = counts()
     for args, message in (("[1, 2]", "must be a JSON object"), ("{amount: 4", "not valid JSON")):
         response = client.post(
             reverse("resume", args=[thread.pk]),
-            {f"decision-{pending['id']}-0": "edit", f"args-{pending['id']}-0": args},
+            {f"decision-{pending_id}-0": "edit", f"args-{pending_id}-0": args},
         )
         assert response.status_code == 400
         assert message in response.content.decode()
