@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import itertools
 import operator
 import os
 import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -97,75 +100,95 @@ def tiny_graph(checkpointer):
 # -- workloads ------------------------------------------------------------------------
 
 
-def timed(fn, repeat: int = 1) -> float:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples)
+def alternate(pair: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
+    """Run each side's ``fn`` once per round, the sides taking turns, and return each
+    side's durations: interleaving exposes both to the same background noise."""
+    samples: dict[str, list[float]] = {side: [] for side in pair}
+    for _ in range(rounds):
+        for side, fn in pair.items():
+            started = time.perf_counter()
+            fn()
+            samples[side].append(time.perf_counter() - started)
+    return samples
 
 
-CONNECTION_SAMPLES: dict[str, list[int]] = {}
+CONNECTION_SAMPLES: list[int] = []
 
 
-def chat_turns(graph, thread_id: str, turns: int, url: str | None = None) -> float:
-    """Seconds per turn; with ``url``, also samples this database's connection count
-    every 10 turns into ``CONNECTION_SAMPLES[thread_id]``."""
-    config = {"configurable": {"thread_id": thread_id}}
-    samples = CONNECTION_SAMPLES.setdefault(thread_id, [])
-    elapsed = 0.0
-    for turn in range(turns):
-        started = time.perf_counter()
-        graph.invoke({"messages": [HumanMessage(f"turn {turn}")]}, config, durability="sync")
-        elapsed += time.perf_counter() - started
-        if url and turn % 10 == 9:
-            samples.append(connections(url))
-    return elapsed / turns
+def chat_turn(graph, thread_id: str):
+    counter = itertools.count()
+
+    def turn():
+        message = HumanMessage(f"turn {next(counter)}")
+        graph.invoke(
+            {"messages": [message]}, {"configurable": {"thread_id": thread_id}}, durability="sync"
+        )
+
+    return turn
 
 
-async def achat_turns(graph, thread_id: str, turns: int) -> float:
-    config = {"configurable": {"thread_id": thread_id}}
-    started = time.perf_counter()
-    for turn in range(turns):
-        await graph.ainvoke({"messages": [HumanMessage(f"turn {turn}")]}, config, durability="sync")
-    return (time.perf_counter() - started) / turns
+def compare_sync(savers: dict, turns: int, url: str) -> tuple[dict, dict]:
+    """Every sync workload on both savers (``{"ours": ..., "theirs": ...}``), the two
+    taking turns. Returns ``{workload: {side: value}}`` and each side's chat thread."""
+    results: dict[str, dict[str, float]] = {}
+    threads = {side: f"{side}-chat-{uuid.uuid4().hex[:8]}" for side in savers}
+    turn = {side: chat_turn(chat_graph(saver), threads[side]) for side, saver in savers.items()}
+    chat: dict[str, list[float]] = {side: [] for side in savers}
+    for done in range(1, turns + 1):
+        for side, samples in alternate(turn, 1).items():
+            chat[side] += samples
+        if done % 10 == 0:
+            CONNECTION_SAMPLES.append(connections(url))
+    results["chat turn, sync (s/turn)"] = {side: sum(v) / turns for side, v in chat.items()}
 
+    def config(side, **extra):
+        return {"configurable": {"thread_id": threads[side], "checkpoint_ns": "", **extra}}
 
-def sync_workloads(saver, prefix: str, turns: int, url: str) -> dict[str, float]:
-    results = {}
-    thread = f"{prefix}-chat-{uuid.uuid4().hex[:8]}"
-    results["chat turn, sync (s/turn)"] = chat_turns(chat_graph(saver), thread, turns, url)
-    config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-    latest = saver.get_tuple(config)
-    middle = list(saver.list(config, limit=turns // 2))[-1].config
-    results["get_tuple latest (ms)"] = 1000 * timed(lambda: saver.get_tuple(config), 50)
-    results["get_tuple by id (ms)"] = 1000 * timed(lambda: saver.get_tuple(middle), 50)
-    results["history page of 50 (ms)"] = 1000 * timed(
-        lambda: list(saver.list(config, before=latest.config, limit=50)), 20
-    )
-    fan = fanout_graph(saver)
-    results["8-way fan-out super-step (ms)"] = 1000 * timed(
-        lambda: fan.invoke(
-            {"results": []},
-            {"configurable": {"thread_id": f"{prefix}-fan-{uuid.uuid4().hex[:8]}"}},
-            durability="sync",
+    latest = {side: saver.get_tuple(config(side)) for side, saver in savers.items()}
+    middle = {
+        side: list(saver.list(config(side), limit=turns // 2))[-1].config
+        for side, saver in savers.items()
+    }
+    reads = {
+        "get_tuple latest (ms)": (50, lambda side, saver: saver.get_tuple(config(side))),
+        "get_tuple by id (ms)": (50, lambda side, saver: saver.get_tuple(middle[side])),
+        "history page of 50 (ms)": (
+            20,
+            lambda side, saver: list(
+                saver.list(config(side), before=latest[side].config, limit=50)
+            ),
         ),
-        20,
-    )
-    tiny = tiny_graph(saver)
-    results["create 200 threads (s)"] = timed(
-        lambda: [
-            tiny.invoke(
-                {"value": "x"},
-                {"configurable": {"thread_id": f"{prefix}-new-{uuid.uuid4().hex}"}},
-                durability="sync",
-            )
-            for _ in range(200)
-        ]
-    )
-    results["_thread"] = thread
-    return results
+    }
+    for name, (rounds, read) in reads.items():
+        samples = alternate(
+            {side: functools.partial(read, side, saver) for side, saver in savers.items()}, rounds
+        )
+        results[name] = {side: 1000 * statistics.median(v) for side, v in samples.items()}
+
+    def fan_once(graph):
+        thread = {"configurable": {"thread_id": f"fan-{uuid.uuid4().hex}"}}
+        return lambda: graph.invoke({"results": []}, thread, durability="sync")
+
+    fans = {side: fanout_graph(saver) for side, saver in savers.items()}
+    samples: dict[str, list[float]] = {side: [] for side in savers}
+    for _ in range(20):
+        for side, v in alternate({s: fan_once(g) for s, g in fans.items()}, 1).items():
+            samples[side] += v
+    results["8-way fan-out super-step (ms)"] = {
+        side: 1000 * statistics.median(v) for side, v in samples.items()
+    }
+    tinies = {side: tiny_graph(saver) for side, saver in savers.items()}
+
+    def new_thread(graph):
+        thread = {"configurable": {"thread_id": f"new-{uuid.uuid4().hex}"}}
+        return lambda: graph.invoke({"value": "x"}, thread, durability="sync")
+
+    created: dict[str, float] = {side: 0.0 for side in savers}
+    for _ in range(200):
+        for side, v in alternate({s: new_thread(g) for s, g in tinies.items()}, 1).items():
+            created[side] += v[0]
+    results["create 200 threads (s)"] = created
+    return results, threads
 
 
 def bytes_per_turn(url: str, tables: list[str], where_thread: str, turns: int) -> float:
@@ -203,30 +226,33 @@ def main() -> None:
     from durable.checkpoint import DjangoSaver
 
     rows: list[tuple[str, float, float]] = []
-
     with PostgresSaver.from_conn_string(args.url) as theirs:
         theirs.setup()
-        reference = sync_workloads(theirs, "pg", args.turns, args.url)
-    ours_saver = DjangoSaver()
-    before = connections(args.url)
-    ours = sync_workloads(ours_saver, "dj", args.turns, args.url)
-    after = connections(args.url)
-    for key, value in reference.items():
-        if not key.startswith("_"):
-            rows.append((key, ours[key], value))
+        # As in a Celery worker, whose task thread holds a connection while the graph
+        # runs (the saver calls LangGraph makes from its own threads use the pool).
+        from django.db import connection
+
+        connection.ensure_connection()
+        before = connections(args.url)
+        results, threads = compare_sync(
+            {"ours": DjangoSaver(), "theirs": theirs}, args.turns, args.url
+        )
+        after = connections(args.url)
+    for name, values in results.items():
+        rows.append((name, values["ours"], values["theirs"]))
     rows.append(
         (
             "bytes stored per chat turn",
             bytes_per_turn(
                 args.url,
                 ["durable_checkpoint", "durable_checkpointblob", "durable_checkpointwrite"],
-                ours["_thread"],
+                threads["ours"],
                 args.turns,
             ),
             bytes_per_turn(
                 args.url,
                 ["checkpoints", "checkpoint_blobs", "checkpoint_writes"],
-                reference["_thread"],
+                threads["theirs"],
                 args.turns,
             ),
         )
@@ -235,9 +261,19 @@ def main() -> None:
     async def async_chat() -> tuple[float, float]:
         async with AsyncPostgresSaver.from_conn_string(args.url) as theirs_async:
             await theirs_async.setup()
-            t = await achat_turns(chat_graph(theirs_async), f"apg-{uuid.uuid4().hex}", args.turns)
-        o = await achat_turns(chat_graph(DjangoSaver()), f"adj-{uuid.uuid4().hex}", args.turns)
-        return o, t
+            graphs = {"ours": chat_graph(DjangoSaver()), "theirs": chat_graph(theirs_async)}
+            elapsed = dict.fromkeys(graphs, 0.0)
+            configs = {
+                side: {"configurable": {"thread_id": f"a{side}-{uuid.uuid4().hex}"}}
+                for side in graphs
+            }
+            for turn in range(args.turns):
+                for side, graph in graphs.items():
+                    started = time.perf_counter()
+                    message = {"messages": [HumanMessage(f"turn {turn}")]}
+                    await graph.ainvoke(message, configs[side], durability="sync")
+                    elapsed[side] += time.perf_counter() - started
+        return elapsed["ours"] / args.turns, elapsed["theirs"] / args.turns
 
     o, t = asyncio.run(async_chat())
     rows.append(("chat turn, async (s/turn)", o, t))
@@ -249,9 +285,9 @@ def main() -> None:
         print(f"{name:<{width}}  {mine:>12.4f}  {reference_value:>13.4f}  {ratio:>6.2f}")
     print(
         f"\nPostgreSQL connections of this process, every 10 turns of the {args.turns}-turn "
-        f"sync chat: DjangoSaver {CONNECTION_SAMPLES[ours['_thread']]} (pool max "
-        f"{os.environ.get('DURABLE_DB_POOL_SIZE', 8)}; {before} before the run, {after} "
-        f"after), PostgresSaver {CONNECTION_SAMPLES[reference['_thread']]}."
+        f"sync chat (both savers open; PostgresSaver holds one): {CONNECTION_SAMPLES} "
+        f"(DjangoSaver's pool max {os.environ.get('DURABLE_DB_POOL_SIZE', 8)}; {before} "
+        f"before the run, {after} after)."
     )
 
 

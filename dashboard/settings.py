@@ -93,7 +93,12 @@ def _database(url: str) -> dict:
     elif db["ENGINE"] == "django.db.backends.postgresql":
         # LangGraph calls the saver from short-lived threads, each of which would open
         # and close its own connection; the pool keeps a bounded set open instead.
-        db["OPTIONS"] = {"pool": {"min_size": 0, "max_size": DB_POOL_SIZE, "timeout": 30}}
+        db["OPTIONS"] = {
+            "pool": {"min_size": 0, "max_size": DB_POOL_SIZE, "timeout": 30},
+            # psycopg's default, which Django turns off: the saver's and the store's
+            # server-binding statements are prepared after five runs on a connection.
+            "prepare_threshold": 5,
+        }
     return db
 
 
