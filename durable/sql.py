@@ -8,7 +8,7 @@ run it on psycopg's own server-binding binary cursor, as LangGraph's PostgresSav
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -55,19 +55,32 @@ def upsert(using: str, model, rows: list[dict], update: Sequence[str] = ()) -> t
     ``get_db_prep_save``, so JSON, dates and bytes are stored as the ORM would store
     them. Returns ``(sql, params)``; valid on SQLite and PostgreSQL. For many rows use
     ``upsert_each``: psycopg parses a long statement anew on every call."""
-    statement = _insert(using, model, list(rows[0]), update, len(rows))
+    statement = _insert(using, model, list(rows[0]), update, len(rows), {})
     return statement, [value for row in _params(using, model, rows) for value in row]
 
 
 def upsert_each(
-    using: str, model, rows: list[dict], update: Sequence[str] = ()
+    using: str,
+    model,
+    rows: list[dict],
+    update: Sequence[str] = (),
+    expressions: Mapping[str, str] | None = None,
 ) -> tuple[str, list[list]]:
     """``upsert`` as a one-row statement and a parameter list per row, for
-    ``cursor.executemany`` (pipelined by psycopg on PostgreSQL)."""
-    return _insert(using, model, list(rows[0]), update, 1), _params(using, model, rows)
+    ``cursor.executemany`` (pipelined by psycopg on PostgreSQL). ``expressions`` maps
+    more fields to SQL set on conflict (``EXCLUDED.<column>`` is the new row)."""
+    statement = _insert(using, model, list(rows[0]), update, 1, expressions or {})
+    return statement, _params(using, model, rows)
 
 
-def _insert(using: str, model, names: list[str], update: Sequence[str], count: int) -> str:
+def _insert(
+    using: str,
+    model,
+    names: list[str],
+    update: Sequence[str],
+    count: int,
+    expressions: Mapping[str, str],
+) -> str:
     quote = connections[using].ops.quote_name
 
     def column(name: str) -> str:
@@ -80,13 +93,11 @@ def _insert(using: str, model, names: list[str], update: Sequence[str], count: i
         f" VALUES {', '.join([one] * count)}"
         f" ON CONFLICT ({', '.join(map(column, unique.fields))}) "
     )
-    if not update:
+    sets = [f"{column(name)} = EXCLUDED.{column(name)}" for name in update]
+    sets += [f"{column(name)} = {expression}" for name, expression in expressions.items()]
+    if not sets:
         return statement + "DO NOTHING"
-    return (
-        statement
-        + "DO UPDATE SET "
-        + ", ".join(f"{column(name)} = EXCLUDED.{column(name)}" for name in update)
-    )
+    return statement + "DO UPDATE SET " + ", ".join(sets)
 
 
 def _params(using: str, model, rows: list[dict]) -> list[list]:

@@ -267,24 +267,27 @@ class DjangoStore(BaseStore):
     # -- writes -------------------------------------------------------------------
 
     def _put(self, puts: list[PutOp], now: datetime, docs: Vectors) -> None:
-        """Delete what ``value=None`` deletes and any expired row about to be written
-        again (so it comes back as a new item), then upsert the rest."""
-        by_namespace: dict[str, list[PutOp]] = defaultdict(list)
+        """Delete what ``value=None`` deletes, then upsert the rest. An expired row that
+        is written again comes back as a new item: the upsert resets its ``created_at``."""
+        by_namespace: dict[str, list[str]] = defaultdict(list)
         for op in puts:
-            by_namespace[_text(op.namespace)].append(op)
-        for namespace, ops in by_namespace.items():
-            deleted = [op.key for op in ops if op.value is None]
-            self._rows().filter(namespace=namespace, key__in=[op.key for op in ops]).filter(
-                Q(key__in=deleted) | Q(expires_at__lte=now)
-            ).delete()
+            if op.value is None:
+                by_namespace[_text(op.namespace)].append(op.key)
+        for namespace, keys in by_namespace.items():
+            self._rows().filter(namespace=namespace, key__in=keys).delete()
         rows = [self._row(op, now, docs) for op in puts if op.value is not None]
         if not rows:
             return
+        table = connections[self.using].ops.quote_name(StoreItem._meta.db_table)
         statement, params = sql.upsert_each(
             self.using,
             StoreItem,
             [{name: getattr(row, name) for name in _WRITTEN} for row in rows],
             update=[name for name in _WRITTEN if name not in ("namespace", "key", "created_at")],
+            expressions={
+                "created_at": f"CASE WHEN {table}.expires_at <= EXCLUDED.updated_at"
+                f" THEN EXCLUDED.created_at ELSE {table}.created_at END"
+            },
         )
         with sql.cursor(self.using) as cursor:
             cursor.executemany(statement, params)
