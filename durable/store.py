@@ -206,10 +206,15 @@ class DjangoStore(BaseStore):
         for i, op in gets:
             by_namespace[op.namespace].append((i, op))
         for namespace, entries in by_namespace.items():
-            keys = {op.key for _, op in entries}
-            rows = {
-                r.key: r for r in self._live(now).filter(namespace=_text(namespace), key__in=keys)
-            }
+            keys = sorted({op.key for _, op in entries})
+            marks = ", ".join(["%s"] * len(keys))
+            found = sql.select(
+                self.using,
+                StoreItem,
+                f"namespace = %s AND key IN ({marks}) AND (expires_at IS NULL OR expires_at > %s)",
+                [_text(namespace), *keys, _db_datetime(self.using, now)],
+            )
+            rows = {row.key: row for row in found}
             refresh = {op.key for _, op in entries if op.refresh_ttl}
             self._refresh([row for key, row in rows.items() if key in refresh], now)
             for i, op in entries:
@@ -570,6 +575,11 @@ def _last_puts(ops: list[Op]) -> list[PutOp]:
 def _path(path: str) -> str | list[str]:
     """A field path as ``get_text_at_path`` takes it (``"$"``, the whole value, stays)."""
     return path if path == "$" else tokenize_path(path)
+
+
+def _db_datetime(using: str, value: datetime):
+    """``value`` as a query parameter, as the ORM would send it (SQLite stores text)."""
+    return connections[using].ops.adapt_datetimefield_value(value)
 
 
 def _text(namespace: tuple[str, ...]) -> str:
