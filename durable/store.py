@@ -287,7 +287,7 @@ class DjangoStore(BaseStore):
         statement, params = sql.upsert_each(
             self.using,
             StoreItem,
-            [{name: getattr(row, name) for name in _WRITTEN} for row in rows],
+            rows,
             update=[name for name in _WRITTEN if name not in ("namespace", "key", "created_at")],
             expressions={
                 "created_at": f"CASE WHEN {table}.expires_at <= EXCLUDED.updated_at"
@@ -297,21 +297,26 @@ class DjangoStore(BaseStore):
         with sql.cursor(self.using) as cursor:
             cursor.executemany(statement, params)
 
-    def _row(self, op: PutOp, now: datetime, docs: Vectors) -> StoreItem:
+    def _row(self, op: PutOp, now: datetime, docs: Vectors) -> dict[str, Any]:
+        """The ``_WRITTEN`` columns of the row a put writes."""
         value = dict(op.value)
         vectors = [docs[text] for text in self._texts(op)] or None
-        row = StoreItem(
-            namespace=_text(op.namespace),
-            key=op.key,
-            created_at=now,
-            updated_at=now,
-            ttl_minutes=op.ttl,
-            expires_at=None if op.ttl is None else now + timedelta(minutes=op.ttl),
-        )
+        row = {
+            "namespace": _text(op.namespace),
+            "key": op.key,
+            "value": None,
+            "type": "",
+            "blob": None,
+            "vectors": None,
+            "created_at": now,
+            "updated_at": now,
+            "expires_at": None if op.ttl is None else now + timedelta(minutes=op.ttl),
+            "ttl_minutes": op.ttl,
+        }
         if self.encrypted:
-            row.type, row.blob = self.serde.dumps_typed({"value": value, "vectors": vectors})
+            row["type"], row["blob"] = self.serde.dumps_typed({"value": value, "vectors": vectors})
         else:
-            row.value, row.vectors = value, vectors
+            row["value"], row["vectors"] = value, vectors
         return row
 
     def _refresh(self, rows: list[StoreItem], now: datetime) -> None:
