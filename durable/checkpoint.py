@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
-import json
 import operator
 import random
 from collections import defaultdict
@@ -369,15 +368,13 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             params.append(checkpoint_id)
         else:
             which = "ORDER BY checkpoint_id DESC"
-        table = connections[self.using].ops.quote_name(models.Checkpoint._meta.db_table)
         with self._db():
-            with self._cursor() as cursor:
-                cursor.execute(
-                    f"SELECT {', '.join(_Row._fields)} FROM {table}"
-                    f" WHERE thread_id = %s AND checkpoint_ns = %s {which} LIMIT 1",
-                    params,
-                )
-                found = [_Row.from_db(*r) for r in cursor.fetchall()]
+            found = sql.select(
+                self.using,
+                models.Checkpoint,
+                f"thread_id = %s AND checkpoint_ns = %s {which} LIMIT 1",
+                params,
+            )
             return self._load(found)[0] if found else None
 
     def list(
@@ -599,7 +596,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         params = [thread_id, ns, start_id, thread_id, ns, self.CHAIN_PAGE - 1]
         with connection.cursor() as cursor:
             cursor.execute(query, params)
-            return [(cid, parent, _json(v)) for cid, parent, v in cursor.fetchall()]
+            return [(cid, parent, sql.json_value(v)) for cid, parent, v in cursor.fetchall()]
 
     def _stored_blob_keys(self, thread_id: str, ns: str, wanted: set[tuple[str, str]]) -> set:
         if not wanted:
@@ -758,35 +755,6 @@ def _split_channel_values(checkpoint: Checkpoint) -> tuple[dict, dict]:
         else:
             blob_values[channel] = inline.pop(channel)
     return payload, blob_values
-
-
-class _Row(NamedTuple):
-    """A checkpoint row read with SQL, shaped like the model for ``_load``."""
-
-    id: int
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_checkpoint_id: str | None
-    type: str
-    checkpoint: bytes
-    channel_versions: dict
-    metadata: dict
-
-    @property
-    def pk(self) -> int:
-        return self.id
-
-    @classmethod
-    def from_db(cls, *values) -> _Row:
-        *head, versions, metadata = values
-        return cls(*head, _json(versions), _json(metadata))
-
-
-def _json(value):
-    """A JSON column as read by a raw cursor: text (SQLite, or Django's jsonb loader)
-    or already decoded (psycopg's binary jsonb loader)."""
-    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 class _Write(NamedTuple):

@@ -112,7 +112,8 @@ def _params(using: str, model, rows: list[dict]) -> list[list]:
 
 
 def select(using: str, model, where: str, params: list) -> list:
-    """``model`` instances for ``SELECT <every column> FROM <table> WHERE <where>``, read
+    """``model`` instances for ``SELECT <every column> FROM <table> WHERE <where>`` (the
+    condition, and any ORDER BY or LIMIT after it), read
     on ``cursor(using)`` (prepared and binary on PostgreSQL) instead of the ORM's query
     compiler, which costs more than the query on a hot read. Values are brought to what
     the ORM would return: JSON decoded, datetimes aware, bytes as ``bytes``."""
@@ -136,10 +137,16 @@ def _from_db(field, value):
     if value is None:
         return None
     if isinstance(field, JSONField):
-        return json.loads(value) if isinstance(value, str | bytes) else value
+        return json_value(value)
     if isinstance(field, DateTimeField):  # SQLite keeps naive UTC (text or datetime)
         value = parse_datetime(value) if isinstance(value, str) else value
         return value if timezone.is_aware(value) else timezone.make_aware(value, dt.UTC)
     if isinstance(field, BinaryField):
         return bytes(value)
     return value
+
+
+def json_value(value):
+    """A JSON column as a raw cursor returns it: text (SQLite, or Django's jsonb text
+    loader) or already decoded (psycopg's binary jsonb loader)."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
