@@ -212,14 +212,22 @@ def connections(url: str) -> int:
         ).fetchone()[0]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def prepare(doc: str, count: str, default: int, *, debug: bool = False) -> argparse.Namespace:
+    """Parse ``--url`` and the ``--<count>`` option of a benchmark script, create its
+    database if missing, and set Django up on it (``debug`` keeps Django's query log)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
-    parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument(f"--{count}", type=int, default=default)
     args = parser.parse_args()
-
     ensure_database(args.url)
+    if debug:
+        os.environ["DJANGO_DEBUG"] = "1"
     setup_django(args.url)
+    return args
+
+
+def main() -> None:
+    args = prepare(__doc__, "turns", 100)
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 

@@ -9,9 +9,7 @@ theirs ratios (below 1 means DjangoStore is faster).
 
 from __future__ import annotations
 
-import argparse
 import functools
-import os
 import statistics
 import sys
 import time
@@ -22,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_saver import DEFAULT_URL, ensure_database, setup_django  # noqa: E402
+from bench_saver import prepare  # noqa: E402
 
 
 def compare(stores: dict, items: int) -> dict[str, dict[str, float]]:
@@ -75,12 +73,7 @@ def compare(stores: dict, items: int) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
-    parser.add_argument("--items", type=int, default=10_000)
-    args = parser.parse_args()
-    ensure_database(args.url)
-    setup_django(args.url)
+    args = prepare(__doc__, "items", 10_000)
     from langgraph.store.postgres import PostgresStore
 
     from durable.store import DjangoStore

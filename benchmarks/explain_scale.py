@@ -10,8 +10,6 @@ bounded number of rows, however long the thread.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -19,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_saver import DEFAULT_URL, ensure_database, setup_django  # noqa: E402
+from bench_saver import prepare  # noqa: E402
 
 THREAD = "explain-10k"
 
@@ -90,13 +88,7 @@ def captured(fn) -> list[tuple[str, list]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
-    parser.add_argument("--checkpoints", type=int, default=10_000)
-    args = parser.parse_args()
-    ensure_database(args.url)
-    os.environ["DJANGO_DEBUG"] = "1"  # CaptureQueriesContext needs the query log
-    setup_django(args.url)
+    args = prepare(__doc__, "checkpoints", 10_000, debug=True)  # captured() reads the query log
     import psycopg
 
     from durable.checkpoint import DjangoSaver
