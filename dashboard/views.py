@@ -53,21 +53,20 @@ def _render_thread_list(request, form, status=200):
         request.GET.get("page")
     )
     counts = dict(Thread.objects.values_list("status").annotate(n=Count("pk")))
+    submitted = form.data.get("graph") if form.is_bound else None
     start_forms = [
         {
             "graph": name,
             "input": (
                 form.data.get("input")
-                if form.is_bound and form.data.get("graph") == name
+                if submitted == name
                 else json.dumps(example_input(name), indent=2)
             ),
-            "errors": form.errors if form.is_bound and form.data.get("graph") == name else {},
+            "errors": form.errors if submitted == name else {},
         }
         for name in graph_names()
     ]
-    orphan_errors = (
-        form.errors if form.is_bound and form.data.get("graph") not in graph_names() else {}
-    )
+    orphan_errors = form.errors if form.is_bound and submitted not in graph_names() else {}
     return render(
         request,
         "dashboard/thread_list.html",
