@@ -25,7 +25,7 @@ class StartRunForm(forms.Form):
         return name
 
     def clean_input(self):
-        return _parse_json(self.cleaned_data["input"], "input")
+        return _parse_json(self.cleaned_data["input"], "The input is")
 
 
 class ResumeForm(forms.Form):
@@ -92,7 +92,7 @@ class ResumeForm(forms.Form):
 
     def _answer(self, item, cleaned):
         key = f"answer-{item.id}"
-        answer = _field_error(key, _parse_json, cleaned[key], "answer")
+        answer = _field_error(key, _parse_json, cleaned[key], "The answer is")
         schema = item.value.get("response_schema") if isinstance(item.value, dict) else None
         if isinstance(schema, dict):
             _field_error(key, _check_schema, answer, schema)
@@ -108,7 +108,7 @@ class ResumeForm(forms.Form):
                     decision["message"] = message
             elif kind == "edit":
                 key = f"args-{item.id}-{action.index}"
-                args = _field_error(key, _parse_json, cleaned.get(key) or "", "arguments")
+                args = _field_error(key, _parse_json, cleaned.get(key) or "", "The arguments are")
                 if not isinstance(args, dict):
                     raise _error_on(key, "The arguments must be a JSON object.")
                 if args == action.args and "approve" in action.allowed:
@@ -149,10 +149,11 @@ def _check_schema(answer, schema: dict) -> None:
         )
 
 
-def _parse_json(text: str, name: str):
+def _parse_json(text: str, subject: str):
+    """``text`` parsed as JSON; ``subject`` starts the error ("The input is")."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise forms.ValidationError(f"The {name} is not valid JSON: {exc}.") from None
+        raise forms.ValidationError(f"{subject} not valid JSON: {exc}.") from None
     except RecursionError:
-        raise forms.ValidationError(f"The {name} is nested too deeply.") from None
+        raise forms.ValidationError(f"{subject} nested too deeply.") from None

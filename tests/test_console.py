@@ -103,6 +103,8 @@ def test_an_answer_that_is_not_json_explains_and_changes_nothing(client, worker)
     assert response.status_code == 400
     page = response.content.decode()
     assert "The answer is not valid JSON" in page
+    # The box with the bad answer is marked invalid and points at its message.
+    assert f'aria-describedby="answer-{ids[1]}-errors"' in page
     # What the operator typed is kept for correction.
     assert "{approved: yes}" in page
     assert counts() == before
@@ -240,7 +242,10 @@ def test_an_edit_that_changes_nothing_is_an_approval(client, worker):
 def test_edited_arguments_must_be_a_json_object(client, worker):
     thread, [pending_id] = interrupted()
     before = counts()
-    for args, message in (("[1, 2]", "must be a JSON object"), ("{amount: 4", "not valid JSON")):
+    for args, message in (
+        ("[1, 2]", "must be a JSON object"),
+        ("{amount: 4", "The arguments are not valid JSON"),
+    ):
         response = client.post(
             reverse("resume", args=[thread.pk]),
             {f"decision-{pending_id}-0": "edit", f"args-{pending_id}-0": args},
