@@ -9,17 +9,20 @@ The contract is ``langgraph.store.base.BaseStore`` (``langgraph/store/base/__ini
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from datetime import datetime, timedelta
+from functools import cache, cached_property
 from itertools import islice
 from typing import Any
 
-from django.db import connections, transaction
-from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
+from django.db import DatabaseError, connections, transaction
+from django.db.models import BooleanField, F, FloatField, Func, Q, QuerySet, Value
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -100,8 +103,8 @@ class DjangoStore(BaseStore):
 
     Search without ``query`` orders by ``updated_at`` descending, then key. With ``query``
     and an index, items are ranked by cosine similarity (the best of their vectors,
-    ``SearchItem.score``) among those the prefix and filter leave, computed in Python
-    (``vector_backend``); items without vectors follow, unscored.
+    ``SearchItem.score``) among those the prefix and filter leave, in SQL with pgvector
+    or in Python (``vector_backend`` says which); items without vectors follow, unscored.
     """
 
     supports_ttl = True
@@ -122,12 +125,17 @@ class DjangoStore(BaseStore):
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
         self._fields = [_path(p) for p in (index.get("fields") or ["$"])] if index else []
 
-    @property
+    @cached_property
     def vector_backend(self) -> str:
-        """Where query searches are ranked: ``"python"``. pgvector is not used: its
-        extension is not installed on the machine this was built on (``CREATE EXTENSION
-        vector`` fails there), so there is no path to test for it."""
-        return "python"
+        """Where searches with a ``query`` are ranked: ``"pgvector"`` (in SQL, by pgvector's
+        cosine distance ``<=>``) on PostgreSQL when the ``vector`` extension is installed
+        or can be created (``CREATE EXTENSION vector``), unless values are encrypted (the
+        database cannot read encrypted vectors); otherwise ``"python"``. Both rank the
+        same items in the same order; pgvector computes in single precision, so scores
+        agree with Python's to about 6 decimal places."""
+        if self.encrypted or connections[self.using].vendor != "postgresql":
+            return "python"
+        return "pgvector" if _pgvector_installed(self.using) else "python"
 
     # -- batches ------------------------------------------------------------------
 
@@ -227,7 +235,10 @@ class DjangoStore(BaseStore):
             rows = rows.filter(*_sql_filter(op.filter))
         python_filter = op.filter if self.encrypted else None
         page: list[tuple[float | None, StoreItem]]
-        if op.query and self.embeddings:
+        if op.query and self.embeddings and self.vector_backend == "pgvector":
+            ranked = self._rank_in_sql(rows, queries[op.query])
+            page = [(row.score, row) for row in ranked[op.offset : op.offset + op.limit]]
+        elif op.query and self.embeddings:
             page = self._rank(rows, queries[op.query], python_filter)
             page = page[op.offset : op.offset + op.limit]
         elif python_filter:
@@ -255,6 +266,22 @@ class DjangoStore(BaseStore):
                 unscored.append((None, row))
         scored.sort(key=lambda pair: -pair[0])
         return scored + unscored
+
+    def _rank_in_sql(self, rows: QuerySet, query: list[float]) -> QuerySet:
+        """``rows`` with pgvector's best cosine similarity of their vectors to ``query``
+        as ``score``, best first (ties keep ``ORDER``), unscored rows last. The stored
+        vectors are JSON arrays, which is also pgvector's text format for a ``vector``."""
+        table = connections[self.using].ops.quote_name(StoreItem._meta.db_table)
+        # pgvector's distance to a zero vector is NaN, which PostgreSQL sorts above every
+        # number; Python's cosine calls it 0, and so does this.
+        score = RawSQL(
+            "SELECT max(CASE WHEN d = 'NaN' THEN 0 ELSE 1 - d END) FROM"
+            f" (SELECT v::text::vector <=> %s::vector AS d"
+            f" FROM jsonb_array_elements({table}.vectors) AS v) AS distances",
+            [json.dumps(query)],
+            output_field=FloatField(),
+        )
+        return rows.annotate(score=score).order_by(F("score").desc(nulls_last=True), *ORDER)
 
     def _list_namespaces(self, op: ListNamespacesOp, now: datetime) -> list[tuple[str, ...]]:
         """Distinct live namespaces matching every condition, truncated to ``max_depth``,
@@ -602,6 +629,23 @@ def _match_pattern(condition: MatchCondition) -> str:
     if condition.match_type == "suffix":
         return rf"(^|\.){body}\Z"
     return rf"^{body}(\.|\Z)"
+
+
+@cache
+def _pgvector_installed(using: str) -> bool:
+    """Whether ``using``'s database has pgvector's ``vector`` type, creating the extension
+    when it can. Asked once per process and alias."""
+    connection = connections[using]
+    with sql.connection_as_found(using), connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+        if cursor.fetchone():
+            return True
+        try:
+            with transaction.atomic(using=using):
+                cursor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except DatabaseError:  # not installed on the server, or not allowed to create it
+            return False
+    return True
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

