@@ -59,8 +59,9 @@ def upsert(using: str, model, rows: list[dict], update: Sequence[str] = ()) -> t
     ``update`` fields, or ``DO NOTHING``. Values go through each field's
     ``get_db_prep_save``, so JSON, dates and bytes are stored as the ORM would store
     them. Returns ``(sql, params)``; valid on SQLite and PostgreSQL. For many rows use
-    ``upsert_each``: psycopg parses a long statement anew on every call."""
-    statement = _insert(using, model, list(rows[0]), update, len(rows), {})
+    ``upsert_columns`` (PostgreSQL) or ``upsert_each``: psycopg parses a statement anew
+    on every call once it is over 4 kB or 50 parameters."""
+    statement = _insert(using, model, list(rows[0]), update, _values(len(rows[0]), len(rows)), {})
     return statement, [value for row in _params(using, model, rows) for value in row]
 
 
@@ -74,8 +75,49 @@ def upsert_each(
     """``upsert`` as a one-row statement and a parameter list per row, for
     ``cursor.executemany`` (pipelined by psycopg on PostgreSQL). ``expressions`` maps
     more fields to SQL set on conflict (``EXCLUDED.<column>`` is the new row)."""
-    statement = _insert(using, model, list(rows[0]), update, 1, expressions or {})
+    statement = _insert(using, model, list(rows[0]), update, _values(len(rows[0]), 1), expressions)
     return statement, _params(using, model, rows)
+
+
+def upsert_columns(
+    using: str,
+    model,
+    rows: list[dict],
+    update: Sequence[str] = (),
+    expressions: Mapping[str, str] | None = None,
+) -> tuple[str, list]:
+    """PostgreSQL only: ``upsert_each`` as one statement, ``INSERT ... SELECT * FROM
+    unnest(<one array per column>) ON CONFLICT ...``, for ``cursor(using)``.
+
+    Returns ``(sql, params)``: one parameter per field, the list of its values, sent in
+    binary. The statement's text depends on the fields, not on the number of rows, so
+    psycopg parses it once and the server prepares it, and a batch is one statement
+    (atomic without BEGIN and COMMIT). Values are sent as given, not through
+    ``get_db_prep_save`` (which costs more than the insert here), so they must already
+    be what PostgreSQL takes for the field: ``str``, ``bytes``, aware ``datetime``,
+    ``float`` (not ``int`` mixed with ``float`` in one column), or None; JSON fields are
+    the exception, wrapped with the field's encoder as the ORM does."""
+    connection = connections[using]
+    fields = [model._meta.get_field(name) for name in rows[0]]
+    arrays = ", ".join(f"%b::{field.db_type(connection)}[]" for field in fields)
+    statement = _insert(
+        using, model, list(rows[0]), update, f"SELECT * FROM unnest({arrays})", expressions
+    )
+    return statement, [_column(connection, field, rows) for field in fields]
+
+
+def _column(connection, field, rows: list[dict]) -> list:
+    values = [row[field.name] for row in rows]
+    if not isinstance(field, JSONField):
+        return values
+    adapt = connection.ops.adapt_json_value
+    return [None if value is None else adapt(value, field.encoder) for value in values]
+
+
+def _values(width: int, count: int) -> str:
+    """``VALUES`` with ``count`` rows of ``width`` placeholders."""
+    one = "(" + ", ".join(["%s"] * width) + ")"
+    return "VALUES " + ", ".join([one] * count)
 
 
 def _insert(
@@ -83,23 +125,24 @@ def _insert(
     model,
     names: list[str],
     update: Sequence[str],
-    count: int,
-    expressions: Mapping[str, str],
+    source: str,
+    expressions: Mapping[str, str] | None,
 ) -> str:
+    """``INSERT INTO <model> (<names>) <source> ON CONFLICT <model's unique fields>``,
+    then ``DO UPDATE`` of ``update`` and ``expressions`` (field -> SQL), or ``DO
+    NOTHING``."""
     quote = connections[using].ops.quote_name
 
     def column(name: str) -> str:
         return quote(model._meta.get_field(name).column)
 
     [unique] = model._meta.constraints
-    one = "(" + ", ".join(["%s"] * len(names)) + ")"
     statement = (
         f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(map(column, names))})"
-        f" VALUES {', '.join([one] * count)}"
-        f" ON CONFLICT ({', '.join(map(column, unique.fields))}) "
+        f" {source} ON CONFLICT ({', '.join(map(column, unique.fields))}) "
     )
     sets = [f"{column(name)} = EXCLUDED.{column(name)}" for name in update]
-    sets += [f"{column(name)} = {expression}" for name, expression in expressions.items()]
+    sets += [f"{column(name)} = {sql}" for name, sql in (expressions or {}).items()]
     if not sets:
         return statement + "DO NOTHING"
     return statement + "DO UPDATE SET " + ", ".join(sets)

@@ -165,9 +165,9 @@ class DjangoStore(BaseStore):
     def _execute(self, ops: list[Op], docs: Vectors, queries: Vectors) -> list[Result]:
         results: list[Result] = [None] * len(ops)
         puts = _last_puts(ops)
-        # Only a batch that writes needs a transaction (its reads see the store as it was
-        # before its puts); one that only reads is spared BEGIN and COMMIT.
-        atomic = transaction.atomic(using=self.using) if puts else nullcontext()
+        atomic = (
+            transaction.atomic(using=self.using) if self._transacted(ops, puts) else nullcontext()
+        )
         with self._db(), atomic:
             now = timezone.now()
             self._get([(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)], now, results)
@@ -179,6 +179,18 @@ class DjangoStore(BaseStore):
             if puts:
                 self._put(puts, now, docs)
         return results
+
+    def _transacted(self, ops: list[Op], puts: list[PutOp]) -> bool:
+        """Whether a batch runs in a transaction: when it writes (its reads see the store
+        as it was before its puts, its writes land together). A batch that only reads is
+        spared BEGIN and COMMIT, and so is one that is a single statement, atomic on its
+        own: on PostgreSQL, a batch of puts that all write a value (one upsert)."""
+        if not puts:
+            return False
+        upserts_only = all(isinstance(op, PutOp) for op in ops) and all(
+            op.value is not None for op in puts
+        )
+        return not (upserts_only and self._postgresql)
 
     # -- TTL ----------------------------------------------------------------------
 
@@ -284,18 +296,18 @@ class DjangoStore(BaseStore):
         if not rows:
             return
         table = connections[self.using].ops.quote_name(StoreItem._meta.db_table)
-        statement, params = sql.upsert_each(
-            self.using,
-            StoreItem,
-            rows,
-            update=[name for name in _WRITTEN if name not in ("namespace", "key", "created_at")],
-            expressions={
+        conflict = {
+            "update": [name for name in _WRITTEN if name not in ("namespace", "key", "created_at")],
+            "expressions": {
                 "created_at": f"CASE WHEN {table}.expires_at <= EXCLUDED.updated_at"
                 f" THEN EXCLUDED.created_at ELSE {table}.created_at END"
             },
-        )
+        }
         with sql.cursor(self.using) as cursor:
-            cursor.executemany(statement, params)
+            if self._postgresql:  # one statement, whatever the number of rows
+                cursor.execute(*sql.upsert_columns(self.using, StoreItem, rows, **conflict))
+            else:  # SQLite runs in this process: a statement per row costs no round trip
+                cursor.executemany(*sql.upsert_each(self.using, StoreItem, rows, **conflict))
 
     def _row(self, op: PutOp, now: datetime, docs: Vectors) -> dict[str, Any]:
         """The ``_WRITTEN`` columns of the row a put writes."""
@@ -311,7 +323,7 @@ class DjangoStore(BaseStore):
             "created_at": now,
             "updated_at": now,
             "expires_at": None if op.ttl is None else now + timedelta(minutes=op.ttl),
-            "ttl_minutes": op.ttl,
+            "ttl_minutes": None if op.ttl is None else float(op.ttl),
         }
         if self.encrypted:
             row["type"], row["blob"] = self.serde.dumps_typed({"value": value, "vectors": vectors})
@@ -391,6 +403,10 @@ class DjangoStore(BaseStore):
 
     def _db(self):
         return sql.connection_as_found(self.using)
+
+    @property
+    def _postgresql(self) -> bool:
+        return connections[self.using].vendor == "postgresql"
 
 
 # -- validation -------------------------------------------------------------------------

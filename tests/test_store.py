@@ -381,6 +381,21 @@ def test_ttl_is_minutes_and_expired_items_are_never_returned(make_django):
     assert StoreItem.objects.count() == 3  # still there until swept
 
 
+def test_one_batch_mixes_whole_fractional_and_no_ttls(make_django):
+    # PostgreSQL receives each column of a put batch as one typed array.
+    store = make_django()
+    store.batch(
+        [
+            PutOp(("t",), "whole", {"v": 1}, ttl=2),
+            PutOp(("t",), "half", {"v": 2}, ttl=0.5),
+            PutOp(("t",), "untimed", {"v": 3}),
+        ]
+    )
+    ttls = dict(StoreItem.objects.values_list("key", "ttl_minutes"))
+    assert ttls == {"whole": 2.0, "half": 0.5, "untimed": None}
+    assert [store.get(("t",), key).value for key in ttls] == [{"v": 1}, {"v": 2}, {"v": 3}]
+
+
 def test_a_fractional_ttl_runs_out_on_its_own(make_django):
     store = make_django()
     store.put(("t",), "k", {"v": 1}, ttl=0.001)  # 60 ms
