@@ -154,14 +154,16 @@ def _params(using: str, model, rows: list[dict]) -> list[list]:
     return [[f.get_db_prep_save(row[f.name], connection) for f in fields] for row in rows]
 
 
-def select(using: str, model, where: str, params: list) -> list:
+def select(using: str, model, where: str, params: list, defer: Sequence[str] = ()) -> list:
     """``model`` instances for ``SELECT <every column> FROM <table> WHERE <where>`` (the
     condition, and any ORDER BY or LIMIT after it), read
     on ``cursor(using)`` (prepared and binary on PostgreSQL) instead of the ORM's query
     compiler, which costs more than the query on a hot read. Values are brought to what
-    the ORM would return: JSON decoded, datetimes aware, bytes as ``bytes``."""
+    the ORM would return: JSON decoded, datetimes aware, bytes as ``bytes``. Fields
+    named in ``defer`` are not read: they are deferred, as ``QuerySet.defer`` leaves
+    them (reading one costs a query)."""
     connection = connections[using]
-    fields = model._meta.concrete_fields
+    fields = [f for f in model._meta.concrete_fields if f.name not in defer]
     quote = connection.ops.quote_name
     statement = (
         f"SELECT {', '.join(quote(f.column) for f in fields)}"
@@ -170,8 +172,9 @@ def select(using: str, model, where: str, params: list) -> list:
     with cursor(using) as raw:
         raw.execute(statement, params)
         rows = raw.fetchall()
+    names = [f.attname for f in fields]
     return [
-        model(**{f.attname: _from_db(f, value) for f, value in zip(fields, row, strict=True)})
+        model.from_db(using, names, [_from_db(f, v) for f, v in zip(fields, row, strict=True)])
         for row in rows
     ]
 

@@ -9,18 +9,18 @@ The contract is ``langgraph.store.base.BaseStore`` (``langgraph/store/base/__ini
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models import BooleanField, F, Func, Q, QuerySet, Value
-from django.db.models.functions import Coalesce
+from django.db.models import BooleanField, F, Func, Q, QuerySet
 from django.utils import timezone
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -45,7 +45,7 @@ from langgraph.store.base import (
 )
 
 from durable import sql
-from durable.metadata import MetadataKeyEquals
+from durable.metadata import canonical, key_equals_sql
 from durable.models import StoreItem
 from durable.serde import default_serde
 
@@ -64,6 +64,9 @@ _WRITTEN = (
     "expires_at",
     "ttl_minutes",
 )
+# Qualified: SQLite's json_each(value) would read its own "value" column.
+_VALUE_COLUMN = f'"{StoreItem._meta.db_table}"."value"'
+_ORDER_SQL = ", ".join(f"{f[1:]} DESC" if f.startswith("-") else f for f in ORDER)
 RANGE_OPERATORS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 OPERATORS = {"$eq", "$ne", *RANGE_OPERATORS}
 
@@ -172,7 +175,9 @@ class DjangoStore(BaseStore):
             now = timezone.now()
             self._get([(i, op) for i, op in enumerate(ops) if isinstance(op, GetOp)], now, results)
             for i, op in enumerate(ops):
-                if isinstance(op, SearchOp):
+                if isinstance(op, SearchOp) and self._in_sql(op):
+                    results[i] = self._find(op, now)
+                elif isinstance(op, SearchOp):
                     results[i] = self._search(op, now, queries)
                 elif isinstance(op, ListNamespacesOp):
                     results[i] = self._list_namespaces(op, now)
@@ -242,11 +247,9 @@ class DjangoStore(BaseStore):
         if op.query and self.embeddings:
             page = self._rank(rows, queries[op.query], python_filter)
             page = page[op.offset : op.offset + op.limit]
-        elif python_filter:
+        else:  # a filter on encrypted values (_in_sql sends the other searches to _find)
             kept = (row for row in rows.iterator() if matches(self._decode(row)[0], python_filter))
             page = [(None, row) for row in islice(kept, op.offset, op.offset + op.limit)]
-        else:
-            page = [(None, row) for row in rows[op.offset : op.offset + op.limit]]
         if op.refresh_ttl:
             self._refresh([row for _, row in page], now)
         return [SearchItem(**self._fields_of(row), score=score) for score, row in page]
@@ -267,6 +270,34 @@ class DjangoStore(BaseStore):
                 unscored.append((None, row))
         scored.sort(key=lambda pair: -pair[0])
         return scored + unscored
+
+    def _in_sql(self, op: SearchOp) -> bool:
+        """Whether ``op`` is answered by SQL alone (``_find``): it is not ranked (no
+        ``query``, or no index) and its filter, if any, is not on encrypted values."""
+        return not (op.query and self.embeddings) and not (op.filter and self.encrypted)
+
+    def _find(self, op: SearchOp, now: datetime) -> list[SearchItem]:
+        """``op`` as one hand-written statement (``sql.select``: the ORM's compiler costs
+        more than the query): live rows in the prefix that pass the filter, in
+        ``ORDER``, paged. ``vectors`` is not read."""
+        vendor = connections[self.using].vendor
+        conditions = [("(expires_at IS NULL OR expires_at > %s)", [_db_datetime(self.using, now)])]
+        if op.namespace_prefix:
+            conditions.append(_prefix_sql(vendor, _text(op.namespace_prefix)))
+        if op.filter:
+            conditions.append(filter_sql(vendor, _VALUE_COLUMN, op.filter))
+        where = " AND ".join(condition for condition, _ in conditions)
+        params = [param for _, condition_params in conditions for param in condition_params]
+        rows = sql.select(
+            self.using,
+            StoreItem,
+            f"{where} ORDER BY {_ORDER_SQL} LIMIT %s OFFSET %s",
+            [*params, op.limit, op.offset],
+            defer=["vectors"],
+        )
+        if op.refresh_ttl:
+            self._refresh(rows, now)
+        return [SearchItem(**self._fields_of(row)) for row in rows]
 
     def _list_namespaces(self, op: ListNamespacesOp, now: datetime) -> list[tuple[str, ...]]:
         """Distinct live namespaces matching every condition, truncated to ``max_depth``,
@@ -393,10 +424,11 @@ class DjangoStore(BaseStore):
         return payload["value"], payload["vectors"]
 
     def _fields_of(self, row: StoreItem) -> dict[str, Any]:
+        """``Item`` fields of ``row``; ``vectors`` is not touched (``_find`` defers it)."""
         return {
             "namespace": _namespace(row.namespace),
             "key": row.key,
-            "value": self._decode(row)[0],
+            "value": row.value if row.blob is None else self._decode(row)[0],
             "created_at": row.created_at,
             "updated_at": row.updated_at,
         }
@@ -468,6 +500,9 @@ def _check_filter(filter: Mapping[str, Any] | None) -> None:
                     f"SearchOp.filter[{key!r}]: {operator} compares numbers or strings, "
                     f"got {type(operand).__name__}"
                 )
+            if isinstance(operand, float) and not math.isfinite(operand):
+                # JSON holds no such number, and SQL could not be given one.
+                raise ValueError(f"SearchOp.filter[{key!r}]: {operand!r} is not a JSON number")
 
 
 # -- filters --------------------------------------------------------------------------
@@ -533,56 +568,109 @@ def _is_number(value: Any) -> bool:
 
 
 def _sql_filter(filter: Mapping[str, Any]) -> list[Q]:
-    """``matches`` as conditions on the JSON ``value`` column."""
-    conditions = []
-    for key, condition in filter.items():
-        for operator, operand in _conditions(condition):
-            equal = MetadataKeyEquals(str(key), operand, column="value")
-            if operator == "$eq":
-                conditions.append(Q(equal))
-            elif operator == "$ne":
-                conditions.append(~Q(Coalesce(equal, Value(False))))
-            else:
-                conditions.append(Q(ValueCompare(str(key), operator, operand)))
-    return conditions
+    """``matches`` as conditions on the JSON ``value`` column, for a QuerySet."""
+    return [Q(ValueFilter(filter))]
 
 
-class ValueCompare(Func):
-    """``value[key] <op> operand`` over the JSON ``value`` column, for ``$gt $gte $lt
-    $lte``: a number operand against stored numbers (as numbers, not text), a string
-    operand against stored strings (by code point). Other stored types do not match."""
+class ValueFilter(Func):
+    """``filter_sql`` as a QuerySet condition on the ``value`` column."""
 
     conditional = True
     output_field = BooleanField()
 
-    def __init__(self, key: str, operator: str, operand: Any):
+    def __init__(self, filter: Mapping[str, Any]):
         super().__init__(F("value"))
-        self.key, self.symbol, self.operand = key, RANGE_OPERATORS[operator], operand
-        self.numeric = _is_number(operand)
-
-    def as_postgresql(self, compiler, connection, **extra):
-        column, params = compiler.compile(self.source_expressions[0])
-        if self.numeric:
-            kind, cast, operand = "number", "::float8", "%s::float8"
-        else:
-            kind, cast, operand = "string", ' COLLATE "C"', "%s"
-        sql = (
-            f"CASE WHEN jsonb_typeof({column} -> %s) = '{kind}' "
-            f"THEN ({column} ->> %s){cast} {self.symbol} {operand} ELSE FALSE END"
-        )
-        return sql, (*params, self.key, *params, self.key, self.operand)
-
-    def as_sqlite(self, compiler, connection, **extra):
-        column, params = compiler.compile(self.source_expressions[0])
-        types = "'integer', 'real'" if self.numeric else "'text'"
-        sql = (
-            f"EXISTS (SELECT 1 FROM json_each({column}) AS m "
-            f"WHERE m.key = %s AND m.type IN ({types}) AND m.value {self.symbol} %s)"
-        )
-        return sql, (*params, self.key, self.operand)
+        self.filter = filter
 
     def as_sql(self, compiler, connection, **extra):
-        raise NotImplementedError(f"store filters are not written for {connection.vendor}")
+        column, params = compiler.compile(self.source_expressions[0])
+        if params:
+            raise NotImplementedError("ValueFilter reads a column, not an expression")
+        return filter_sql(connection.vendor, column, self.filter)
+
+
+def filter_sql(vendor: str, column: str, filter: Mapping[str, Any]) -> tuple[str, list]:
+    """``(sql, params)``: ``matches(<column>, filter)`` as one SQL condition on a JSON
+    column (``column`` is SQL text, a column reference), for ``vendor``
+    ``"postgresql"`` or ``"sqlite"`` (another raises ``NotImplementedError``).
+
+    On PostgreSQL the scalar ``$eq`` conditions are one jsonb containment (``@>``; a
+    list or object operand is compared whole instead, as containment would also match a
+    part) and the range conditions one strict jsonpath (``@@``), whose comparisons are
+    false across types: numbers compare as numbers, strings by code point. Parameters
+    are left untyped for the operators to type: a cast would run on every row under a
+    prepared statement's generic plan (``sql.cursor`` prepares after five runs)."""
+    if vendor == "postgresql":
+        parts = _postgresql_filter(column, filter)
+    elif vendor == "sqlite":
+        parts = _sqlite_filter(column, filter)
+    else:
+        raise NotImplementedError(f"store filters are not written for {vendor}")
+    return " AND ".join(sql for sql, _ in parts), [p for _, params in parts for p in params]
+
+
+def _postgresql_filter(column: str, filter: Mapping[str, Any]) -> list[tuple[str, Sequence]]:
+    contained: dict[str, Any] = {}
+    ranges: list[str] = []
+    parts: list[tuple[str, Sequence]] = []
+    for key, operator, operand in _flat(filter):
+        if operator == "$eq" and not isinstance(operand, Mapping | list | tuple):
+            contained[key] = operand
+        elif operator == "$eq":
+            parts.append(key_equals_sql("postgresql", column, key, operand))
+        elif operator == "$ne":
+            parts.append((f"({column} -> %s) IS DISTINCT FROM %s", (key, canonical(operand))))
+        else:
+            ranges.append(f"$.{_json(key)} {RANGE_OPERATORS[operator]} {_json(operand)}")
+    if contained:
+        parts.insert(0, (f"{column} @> %s", (canonical(contained),)))
+    if ranges:
+        parts.append((f"{column} @@ %s", ("strict " + " && ".join(ranges),)))
+    return parts
+
+
+def _sqlite_filter(column: str, filter: Mapping[str, Any]) -> list[tuple[str, Sequence]]:
+    parts: list[tuple[str, Sequence]] = []
+    for key, operator, operand in _flat(filter):
+        if operator in ("$eq", "$ne"):
+            sql, params = key_equals_sql("sqlite", column, key, operand)
+            parts.append((sql if operator == "$eq" else f"NOT {sql}", params))
+        else:
+            types = "'integer', 'real'" if _is_number(operand) else "'text'"
+            sql = (
+                f"EXISTS (SELECT 1 FROM json_each({column}) AS m WHERE m.key = %s"
+                f" AND m.type IN ({types}) AND m.value {RANGE_OPERATORS[operator]} %s)"
+            )
+            parts.append((sql, (key, operand)))
+    return parts
+
+
+def _flat(filter: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+    """(key, operator, operand) of every condition of ``filter``."""
+    return [
+        (str(key), operator, operand)
+        for key, condition in filter.items()
+        for operator, operand in _conditions(condition)
+    ]
+
+
+def _json(value: Any) -> str:
+    """``value`` as a JSON literal, which is also a jsonpath literal (strings quoted and
+    escaped, numbers finite)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _prefix_sql(vendor: str, text: str) -> tuple[str, list]:
+    """Rows in namespace ``text`` or below it (``text.`` then anything), as an equality or
+    a range of the (namespace, key) index in code-point order: PostgreSQL's
+    text_pattern_ops operators, SQLite's own (binary) ones. A range, not ``LIKE``: it
+    needs no escaping and stays an index range in a prepared statement's generic plan."""
+    ge, lt = ("~>=~", "~<~") if vendor == "postgresql" else (">=", "<")
+    return f"(namespace = %s OR (namespace {ge} %s AND namespace {lt} %s))", [
+        text,
+        text + ".",
+        text + "/",
+    ]
 
 
 # -- small helpers ----------------------------------------------------------------------
