@@ -86,32 +86,37 @@ def upsert_columns(
     update: Sequence[str] = (),
     expressions: Mapping[str, str] | None = None,
 ) -> tuple[str, list]:
-    """PostgreSQL only: ``upsert_each`` as one statement, ``INSERT ... SELECT * FROM
-    unnest(<one array per column>) ON CONFLICT ...``, for ``cursor(using)``.
+    """PostgreSQL only: ``upsert_each`` as one statement, ``INSERT ... SELECT ... FROM
+    ROWS FROM (<one set-returning function per column>) ON CONFLICT ...``, for
+    ``cursor(using)``.
 
-    Returns ``(sql, params)``: one parameter per field, the list of its values, sent in
-    binary. The statement's text depends on the fields, not on the number of rows, so
-    psycopg parses it once and the server prepares it, and a batch is one statement
-    (atomic without BEGIN and COMMIT). Values are sent as given, not through
-    ``get_db_prep_save`` (which costs more than the insert here), so they must already
-    be what PostgreSQL takes for the field: ``str``, ``bytes``, aware ``datetime``,
-    ``float`` (not ``int`` mixed with ``float`` in one column), or None; JSON fields are
-    the exception, wrapped with the field's encoder as the ORM does."""
+    Returns ``(sql, params)``: one parameter per field holding that column of every row,
+    sent in binary: an array (``unnest``), or for a JSON field one JSON array
+    (``jsonb_array_elements``) encoded in one call with the field's encoder, as the ORM
+    would encode each value (per value, the encoding took longer than the insert). A
+    None in a JSON field is stored as SQL NULL, as the ORM does. The statement's text
+    depends on the fields, not on the number of rows, so psycopg parses it once and the
+    server prepares it, and a batch is one statement (atomic without BEGIN and COMMIT).
+    Other values are sent as given, not through ``get_db_prep_save`` (which also costs
+    more than the insert), so they must already be what PostgreSQL takes for the field:
+    ``str``, ``bytes``, aware ``datetime``, ``float`` (not ``int`` mixed with ``float`` in
+    one column), or None."""
     connection = connections[using]
     fields = [model._meta.get_field(name) for name in rows[0]]
-    arrays = ", ".join(f"%b::{field.db_type(connection)}[]" for field in fields)
-    statement = _insert(
-        using, model, list(rows[0]), update, f"SELECT * FROM unnest({arrays})", expressions
-    )
-    return statement, [_column(connection, field, rows) for field in fields]
-
-
-def _column(connection, field, rows: list[dict]) -> list:
-    values = [row[field.name] for row in rows]
-    if not isinstance(field, JSONField):
-        return values
-    adapt = connection.ops.adapt_json_value
-    return [None if value is None else adapt(value, field.encoder) for value in values]
+    sources, columns, params = [], [], []
+    for i, field in enumerate(fields):
+        values = [row[field.name] for row in rows]
+        if isinstance(field, JSONField):
+            sources.append("jsonb_array_elements(%b)")
+            columns.append(f"NULLIF(c{i}, 'null')")
+            params.append(connection.ops.adapt_json_value(values, field.encoder))
+        else:
+            sources.append(f"unnest(%b::{field.db_type(connection)}[])")
+            columns.append(f"c{i}")
+            params.append(values)
+    names = ", ".join(f"c{i}" for i in range(len(fields)))
+    source = f"SELECT {', '.join(columns)} FROM ROWS FROM ({', '.join(sources)}) AS r({names})"
+    return _insert(using, model, list(rows[0]), update, source, expressions), params
 
 
 def _values(width: int, count: int) -> str:
