@@ -66,6 +66,7 @@ _WRITTEN = (
 )
 # Qualified: SQLite's json_each(value) would read its own "value" column.
 _VALUE_COLUMN = f'"{StoreItem._meta.db_table}"."value"'
+_NAMESPACE_COLUMN = f'"{StoreItem._meta.db_table}"."namespace"'
 _ORDER_SQL = ", ".join(f"{f[1:]} DESC" if f.startswith("-") else f for f in ORDER)
 RANGE_OPERATORS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 OPERATORS = {"$eq", "$ne", *RANGE_OPERATORS}
@@ -283,7 +284,7 @@ class DjangoStore(BaseStore):
         vendor = connections[self.using].vendor
         conditions = [("(expires_at IS NULL OR expires_at > %s)", [_db_datetime(self.using, now)])]
         if op.namespace_prefix:
-            conditions.append(_prefix_sql(vendor, _text(op.namespace_prefix)))
+            conditions.append(_prefix_sql(vendor, _NAMESPACE_COLUMN, _text(op.namespace_prefix)))
         if op.filter:
             conditions.append(filter_sql(vendor, _VALUE_COLUMN, op.filter))
         where = " AND ".join(condition for condition, _ in conditions)
@@ -407,14 +408,7 @@ class DjangoStore(BaseStore):
 
     def _prefix(self, prefix: tuple[str, ...]) -> Q:
         """Rows in namespace ``prefix`` or below it, matched label by label."""
-        if not prefix:
-            return Q()
-        text = _text(prefix)
-        if connections[self.using].vendor == "postgresql":
-            below = Q(namespace__startswith=text + ".")  # LIKE, case-sensitive here
-        else:  # SQLite's LIKE ignores ASCII case; this range over binary order does not
-            below = Q(namespace__gte=text + ".", namespace__lt=text + "/")
-        return Q(namespace=text) | below
+        return Q(NamespacePrefix(_text(prefix))) if prefix else Q()
 
     def _decode(self, row: StoreItem) -> tuple[dict, list | None]:
         """(value, vectors) of a row, decrypted when stored encrypted."""
@@ -660,17 +654,37 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
-def _prefix_sql(vendor: str, text: str) -> tuple[str, list]:
-    """Rows in namespace ``text`` or below it (``text.`` then anything), as an equality or
-    a range of the (namespace, key) index in code-point order: PostgreSQL's
-    text_pattern_ops operators, SQLite's own (binary) ones. A range, not ``LIKE``: it
-    needs no escaping and stays an index range in a prepared statement's generic plan."""
-    ge, lt = ("~>=~", "~<~") if vendor == "postgresql" else (">=", "<")
-    return f"(namespace = %s OR (namespace {ge} %s AND namespace {lt} %s))", [
+def _prefix_sql(vendor: str, column: str, text: str) -> tuple[str, list]:
+    """``(sql, params)``: the namespace in ``column`` (SQL text, a column reference) is
+    ``text`` or below it, label by label, in code-point order. On PostgreSQL,
+    ``<column> || '.'`` starts with ``text.``: one range of the index migration 0007
+    adds (text_pattern_ops operators, so any collation), also in a generic plan. On
+    SQLite, equal or in [``text.``, ``text/``): a range of the unique index."""
+    if vendor == "postgresql":
+        dotted = f"({column} || '.')"
+        return f"({dotted} ~>=~ %s AND {dotted} ~<~ %s)", [text + ".", text + "/"]
+    return f"({column} = %s OR ({column} >= %s AND {column} < %s))", [
         text,
         text + ".",
         text + "/",
     ]
+
+
+class NamespacePrefix(Func):
+    """``_prefix_sql`` as a QuerySet condition on the ``namespace`` column."""
+
+    conditional = True
+    output_field = BooleanField()
+
+    def __init__(self, text: str):
+        super().__init__(F("namespace"))
+        self.text = text
+
+    def as_sql(self, compiler, connection, **extra):
+        column, params = compiler.compile(self.source_expressions[0])
+        if params:
+            raise NotImplementedError("NamespacePrefix reads a column, not an expression")
+        return _prefix_sql(connection.vendor, column, self.text)
 
 
 # -- small helpers ----------------------------------------------------------------------
