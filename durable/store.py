@@ -280,13 +280,18 @@ class DjangoStore(BaseStore):
     def _find(self, op: SearchOp, now: datetime) -> list[SearchItem]:
         """``op`` as one hand-written statement (``sql.select``: the ORM's compiler costs
         more than the query): live rows in the prefix that pass the filter, in
-        ``ORDER``, paged. ``vectors`` is not read."""
+        ``ORDER``, paged. ``vectors`` and ``expires_at`` are not read (deferred)."""
         vendor = connections[self.using].vendor
-        conditions = [("(expires_at IS NULL OR expires_at > %s)", [_db_datetime(self.using, now)])]
+        conditions = []
         if op.namespace_prefix:
             conditions.append(_prefix_sql(vendor, _NAMESPACE_COLUMN, _text(op.namespace_prefix)))
         if op.filter:
             conditions.append(filter_sql(vendor, _VALUE_COLUMN, op.filter))
+        # Last, so PostgreSQL tests it only on rows the filter keeps: expires_at comes
+        # late in the row, and reaching it on every row of the prefix cost ~2%.
+        conditions.append(
+            ("(expires_at IS NULL OR expires_at > %s)", [_db_datetime(self.using, now)])
+        )
         where = " AND ".join(condition for condition, _ in conditions)
         params = [param for _, condition_params in conditions for param in condition_params]
         rows = sql.select(
@@ -294,7 +299,7 @@ class DjangoStore(BaseStore):
             StoreItem,
             f"{where} ORDER BY {_ORDER_SQL} LIMIT %s OFFSET %s",
             [*params, op.limit, op.offset],
-            defer=["vectors"],
+            defer=["vectors", "expires_at"],
         )
         if op.refresh_ttl:
             self._refresh(rows, now)
@@ -418,7 +423,8 @@ class DjangoStore(BaseStore):
         return payload["value"], payload["vectors"]
 
     def _fields_of(self, row: StoreItem) -> dict[str, Any]:
-        """``Item`` fields of ``row``; ``vectors`` is not touched (``_find`` defers it)."""
+        """``Item`` fields of ``row``; ``vectors`` and ``expires_at`` are not touched
+        (``_find`` defers them)."""
         return {
             "namespace": _namespace(row.namespace),
             "key": row.key,
