@@ -49,8 +49,24 @@ from durable.metadata import canonical, key_equals_sql
 from durable.models import StoreItem
 from durable.serde import default_serde
 
-# Search order without a query, and the tie order of equal scores with one.
-ORDER = ("-updated_at", "key", "namespace")
+
+class CodePoints(Func):
+    """A text column compared by code point: ``COLLATE "C"`` on PostgreSQL (SQLite's
+    default, binary, order already is)."""
+
+    def as_sql(self, compiler, connection, **extra):
+        return compiler.compile(self.source_expressions[0])
+
+    def as_postgresql(self, compiler, connection, **extra):
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f'{sql} COLLATE "C"', params
+
+
+# Search order without a query, and the tie order of equal scores with one: newest
+# first, then key and namespace by code point, the same on SQLite and PostgreSQL (and
+# there the cheap comparison: the database collation's cost ~3% of a search whose sort
+# sees 2,500 rows of one batch, all with one updated_at). _order_sql is the same as SQL.
+ORDER = (F("updated_at").desc(), CodePoints("key").asc(), CodePoints("namespace").asc())
 # The columns a put writes; an update keeps namespace, key and created_at.
 _WRITTEN = (
     "namespace",
@@ -67,7 +83,6 @@ _WRITTEN = (
 # Qualified: SQLite's json_each(value) would read its own "value" column.
 _VALUE_COLUMN = f'"{StoreItem._meta.db_table}"."value"'
 _NAMESPACE_COLUMN = f'"{StoreItem._meta.db_table}"."namespace"'
-_ORDER_SQL = ", ".join(f"{f[1:]} DESC" if f.startswith("-") else f for f in ORDER)
 RANGE_OPERATORS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 OPERATORS = {"$eq", "$ne", *RANGE_OPERATORS}
 
@@ -297,7 +312,7 @@ class DjangoStore(BaseStore):
         rows = sql.select(
             self.using,
             StoreItem,
-            f"{where} ORDER BY {_ORDER_SQL} LIMIT %s OFFSET %s",
+            f"{where} ORDER BY {_order_sql(vendor)} LIMIT %s OFFSET %s",
             [*params, op.limit, op.offset],
             defer=["vectors", "expires_at"],
         )
@@ -658,6 +673,12 @@ def _json(value: Any) -> str:
     """``value`` as a JSON literal, which is also a jsonpath literal (strings quoted and
     escaped, numbers finite)."""
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _order_sql(vendor: str) -> str:
+    """``ORDER`` as SQL text."""
+    collate = ' COLLATE "C"' if vendor == "postgresql" else ""
+    return f"updated_at DESC, key{collate}, namespace{collate}"
 
 
 def _prefix_sql(vendor: str, column: str, text: str) -> tuple[str, list]:

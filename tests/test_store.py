@@ -343,6 +343,16 @@ def test_limit_and_offset_page_through_everything(make):
     assert store.search(("p",), offset=12) == []
 
 
+def test_equal_updated_at_is_ordered_by_key_code_points(make_django):
+    # "B" < "a" < "b" < "é" by code point, as SQLite compares text; PostgreSQL is told
+    # to do the same (a database with a linguistic collation would put "a" first). The
+    # ranked path (equal scores) keeps the same order as the plain one.
+    store = make_django(index=INDEX)
+    store.batch([PutOp(("o",), k, {"text": "same"}) for k in ("é", "b", "B", "a")])
+    assert keys(store.search(("o",))) == ["B", "a", "b", "é"]
+    assert keys(store.search(("o",), query="same")) == ["B", "a", "b", "é"]
+
+
 def test_a_search_reads_its_page_in_one_statement(make_django):
     store = make_django(index=INDEX)
     for key in ("a", "b", "c"):
