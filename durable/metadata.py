@@ -44,18 +44,27 @@ class MetadataKeyEquals(Func):
         self.key = str(key)
         self.value = value
 
-    def as_postgresql(self, compiler, connection, **extra):
-        column, params = compiler.compile(self.source_expressions[0])
-        return f"(({column}) -> %s) = %s::jsonb", (*params, self.key, canonical(self.value))
-
-    def as_sqlite(self, compiler, connection, **extra):
-        column, params = compiler.compile(self.source_expressions[0])
-        test, test_params = _sqlite_test(self.value)
-        sql = f"EXISTS (SELECT 1 FROM json_each({column}) AS m WHERE m.key = %s AND {test})"
-        return sql, (*params, self.key, *test_params)
-
     def as_sql(self, compiler, connection, **extra):
-        raise NotImplementedError(f"metadata filters are not written for {connection.vendor}")
+        column, params = compiler.compile(self.source_expressions[0])
+        if params:
+            raise NotImplementedError("MetadataKeyEquals reads a column, not an expression")
+        return key_equals_sql(connection.vendor, column, self.key, self.value)
+
+
+def key_equals_sql(vendor: str, column: str, key: str, value: Any) -> tuple[str, tuple]:
+    """``(sql, params)``: a condition true when the JSON object in ``column`` (SQL text,
+    a column reference) holds ``key`` with a value equal to ``value``, by the rule in
+    this module's docstring. ``vendor`` is ``"postgresql"`` or ``"sqlite"``; another
+    raises ``NotImplementedError``."""
+    if vendor == "postgresql":
+        # No ::jsonb: the operator types the parameter, where a cast would be run on
+        # every row under a server-side prepared statement's generic plan.
+        return f"(({column}) -> %s) = %s", (key, canonical(value))
+    if vendor == "sqlite":
+        test, test_params = _sqlite_test(value)
+        sql = f"EXISTS (SELECT 1 FROM json_each({column}) AS m WHERE m.key = %s AND {test})"
+        return sql, (key, *test_params)
+    raise NotImplementedError(f"metadata filters are not written for {vendor}")
 
 
 def _sqlite_test(value: Any) -> tuple[str, tuple]:

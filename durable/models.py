@@ -214,6 +214,9 @@ class StoreItem(models.Model):
                 condition=models.Q(expires_at__isnull=False),
             ),
         ]
+        # On PostgreSQL, migration 0007 adds store_item_dotted_namespace, on
+        # (namespace || '.') text_pattern_ops: prefix search reads it instead of this
+        # unique index (a fraction of the pages), and a get cannot pick it.
 
     def __str__(self):
         return f"{self.namespace} {self.key}"

@@ -59,8 +59,9 @@ def upsert(using: str, model, rows: list[dict], update: Sequence[str] = ()) -> t
     ``update`` fields, or ``DO NOTHING``. Values go through each field's
     ``get_db_prep_save``, so JSON, dates and bytes are stored as the ORM would store
     them. Returns ``(sql, params)``; valid on SQLite and PostgreSQL. For many rows use
-    ``upsert_each``: psycopg parses a long statement anew on every call."""
-    statement = _insert(using, model, list(rows[0]), update, len(rows), {})
+    ``upsert_columns`` (PostgreSQL) or ``upsert_each``: psycopg parses a statement anew
+    on every call once it is over 4 kB or 50 parameters."""
+    statement = _insert(using, model, list(rows[0]), update, _values(len(rows[0]), len(rows)), {})
     return statement, [value for row in _params(using, model, rows) for value in row]
 
 
@@ -74,8 +75,54 @@ def upsert_each(
     """``upsert`` as a one-row statement and a parameter list per row, for
     ``cursor.executemany`` (pipelined by psycopg on PostgreSQL). ``expressions`` maps
     more fields to SQL set on conflict (``EXCLUDED.<column>`` is the new row)."""
-    statement = _insert(using, model, list(rows[0]), update, 1, expressions or {})
+    statement = _insert(using, model, list(rows[0]), update, _values(len(rows[0]), 1), expressions)
     return statement, _params(using, model, rows)
+
+
+def upsert_columns(
+    using: str,
+    model,
+    rows: list[dict],
+    update: Sequence[str] = (),
+    expressions: Mapping[str, str] | None = None,
+) -> tuple[str, list]:
+    """PostgreSQL only: ``upsert_each`` as one statement, ``INSERT ... SELECT ... FROM
+    ROWS FROM (<one set-returning function per column>) ON CONFLICT ...``, for
+    ``cursor(using)``.
+
+    Returns ``(sql, params)``: one parameter per field holding that column of every row,
+    sent in binary: an array (``unnest``), or for a JSON field one JSON array
+    (``jsonb_array_elements``) encoded in one call with the field's encoder, as the ORM
+    would encode each value (per value, the encoding took longer than the insert). A
+    None in a JSON field is stored as SQL NULL, as the ORM does. The statement's text
+    depends on the fields, not on the number of rows, so psycopg parses it once and the
+    server prepares it, and a batch is one statement (atomic without BEGIN and COMMIT).
+    Other values are sent as given, not through ``get_db_prep_save`` (which also costs
+    more than the insert), so they must already be what PostgreSQL takes for the field:
+    ``str``, ``bytes``, aware ``datetime``, ``float`` (not ``int`` mixed with ``float`` in
+    one column), or None."""
+    connection = connections[using]
+    fields = [model._meta.get_field(name) for name in rows[0]]
+    sources, columns, params = [], [], []
+    for i, field in enumerate(fields):
+        values = [row[field.name] for row in rows]
+        if isinstance(field, JSONField):
+            sources.append("jsonb_array_elements(%b)")
+            columns.append(f"NULLIF(c{i}, 'null')")
+            params.append(connection.ops.adapt_json_value(values, field.encoder))
+        else:
+            sources.append(f"unnest(%b::{field.db_type(connection)}[])")
+            columns.append(f"c{i}")
+            params.append(values)
+    names = ", ".join(f"c{i}" for i in range(len(fields)))
+    source = f"SELECT {', '.join(columns)} FROM ROWS FROM ({', '.join(sources)}) AS r({names})"
+    return _insert(using, model, list(rows[0]), update, source, expressions), params
+
+
+def _values(width: int, count: int) -> str:
+    """``VALUES`` with ``count`` rows of ``width`` placeholders."""
+    one = "(" + ", ".join(["%s"] * width) + ")"
+    return "VALUES " + ", ".join([one] * count)
 
 
 def _insert(
@@ -83,23 +130,24 @@ def _insert(
     model,
     names: list[str],
     update: Sequence[str],
-    count: int,
-    expressions: Mapping[str, str],
+    source: str,
+    expressions: Mapping[str, str] | None,
 ) -> str:
+    """``INSERT INTO <model> (<names>) <source> ON CONFLICT <model's unique fields>``,
+    then ``DO UPDATE`` of ``update`` and ``expressions`` (field -> SQL), or ``DO
+    NOTHING``."""
     quote = connections[using].ops.quote_name
 
     def column(name: str) -> str:
         return quote(model._meta.get_field(name).column)
 
     [unique] = model._meta.constraints
-    one = "(" + ", ".join(["%s"] * len(names)) + ")"
     statement = (
         f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(map(column, names))})"
-        f" VALUES {', '.join([one] * count)}"
-        f" ON CONFLICT ({', '.join(map(column, unique.fields))}) "
+        f" {source} ON CONFLICT ({', '.join(map(column, unique.fields))}) "
     )
     sets = [f"{column(name)} = EXCLUDED.{column(name)}" for name in update]
-    sets += [f"{column(name)} = {expression}" for name, expression in expressions.items()]
+    sets += [f"{column(name)} = {sql}" for name, sql in (expressions or {}).items()]
     if not sets:
         return statement + "DO NOTHING"
     return statement + "DO UPDATE SET " + ", ".join(sets)
@@ -111,14 +159,16 @@ def _params(using: str, model, rows: list[dict]) -> list[list]:
     return [[f.get_db_prep_save(row[f.name], connection) for f in fields] for row in rows]
 
 
-def select(using: str, model, where: str, params: list) -> list:
+def select(using: str, model, where: str, params: list, defer: Sequence[str] = ()) -> list:
     """``model`` instances for ``SELECT <every column> FROM <table> WHERE <where>`` (the
     condition, and any ORDER BY or LIMIT after it), read
     on ``cursor(using)`` (prepared and binary on PostgreSQL) instead of the ORM's query
     compiler, which costs more than the query on a hot read. Values are brought to what
-    the ORM would return: JSON decoded, datetimes aware, bytes as ``bytes``."""
+    the ORM would return: JSON decoded, datetimes aware, bytes as ``bytes``. Fields
+    named in ``defer`` are not read: they are deferred, as ``QuerySet.defer`` leaves
+    them (reading one costs a query)."""
     connection = connections[using]
-    fields = model._meta.concrete_fields
+    fields = [f for f in model._meta.concrete_fields if f.name not in defer]
     quote = connection.ops.quote_name
     statement = (
         f"SELECT {', '.join(quote(f.column) for f in fields)}"
@@ -127,8 +177,9 @@ def select(using: str, model, where: str, params: list) -> list:
     with cursor(using) as raw:
         raw.execute(statement, params)
         rows = raw.fetchall()
+    names = [f.attname for f in fields]
     return [
-        model(**{f.attname: _from_db(f, value) for f, value in zip(fields, row, strict=True)})
+        model.from_db(using, names, [_from_db(f, v) for f, v in zip(fields, row, strict=True)])
         for row in rows
     ]
 

@@ -264,6 +264,56 @@ def test_filter_equality_on_strings_lists_objects_and_several_keys(make):
     assert found({"color": "green"}) == []
 
 
+def test_filter_equality_is_of_whole_values(make):
+    # On PostgreSQL scalar $eq is jsonb containment (@>), which must not match a list that
+    # holds the value, nor (for a list or object operand) a part of the stored value.
+    store = make()
+    store.put(("w",), "scalar", {"v": "red", "n": 1})
+    store.put(("w",), "list", {"v": ["red"], "n": [1]})
+    store.put(("w",), "more", {"v": ["red", "blue"], "o": {"a": 1, "b": 2}})
+
+    def found(filter):
+        return sorted(keys(store.search(("w",), filter=filter)))
+
+    assert found({"v": "red"}) == ["scalar"]
+    assert found({"n": 1, "v": "red"}) == ["scalar"]
+    assert found({"v": ["red"]}) == ["list"]
+    assert found({"v": {"$ne": "red"}}) == ["list", "more"]
+
+
+def test_filter_equality_of_objects_is_whole(make_django):
+    # Differs from InMemoryStore, which matches an object operand against a part of the
+    # stored object (PostgresStore's containment would too); here, as for metadata
+    # filters, equal means the whole object is equal.
+    store = make_django()
+    store.put(("w",), "more", {"o": {"a": 1, "b": 2}})
+    assert keys(store.search(("w",), filter={"o": {"a": 1}})) == []
+    assert keys(store.search(("w",), filter={"o": {"b": 2, "a": 1}})) == ["more"]
+
+
+def test_filter_ranges_on_keys_and_strings_that_need_quoting(make_django):
+    # PostgreSQL runs range conditions as a jsonpath: keys and strings are quoted in it.
+    store = make_django()
+    store.put(("q",), "a", {'say "hi"': 5, "naïve\\key": 'b"\\é', "e": "😀"})
+    store.put(("q",), "b", {'say "hi"': 3, "naïve\\key": "b", "e": "z"})
+
+    def found(filter):
+        return sorted(keys(store.search(("q",), filter=filter)))
+
+    assert found({'say "hi"': {"$gt": 4}}) == ["a"]
+    assert found({"naïve\\key": {"$gte": 'b"\\é'}}) == ["a"]
+    assert found({"naïve\\key": {"$gt": 'b"\\é'}}) == []
+    assert found({"e": {"$gt": "z"}}) == ["a"]  # U+1F600 after "z" by code point
+
+
+def test_filter_ranges_compare_large_integers_exactly(make_django):
+    # Differs from InMemoryStore, which compares floats: 2**53 + 1 would equal 2**53.
+    store = make_django()
+    store.put(("big",), "k", {"n": 2**53 + 1})
+    assert keys(store.search(("big",), filter={"n": {"$gt": 2**53}})) == ["k"]
+    assert keys(store.search(("big",), filter={"n": {"$lte": 2**53}})) == []
+
+
 def test_filter_ranges_on_strings_and_mixed_types(make_django):
     # Differs from InMemoryStore, which turns both sides of $gt/$gte/$lt/$lte into floats:
     # a string like "apple", or an item without the key, makes its search raise. Here a
@@ -315,6 +365,28 @@ def test_limit_and_offset_page_through_everything(make):
     assert sorted(key for page in pages for key in keys(page)) == [f"k{i:02}" for i in range(12)]
     assert store.search(("p",), limit=0) == []
     assert store.search(("p",), offset=12) == []
+
+
+def test_equal_updated_at_is_ordered_by_key_code_points(make_django):
+    # "B" < "a" < "b" < "é" by code point, as SQLite compares text; PostgreSQL is told
+    # to do the same (a database with a linguistic collation would put "a" first). The
+    # ranked path (equal scores) keeps the same order as the plain one.
+    store = make_django(index=INDEX)
+    store.batch([PutOp(("o",), k, {"text": "same"}) for k in ("é", "b", "B", "a")])
+    assert keys(store.search(("o",))) == ["B", "a", "b", "é"]
+    assert keys(store.search(("o",), query="same")) == ["B", "a", "b", "é"]
+
+
+def test_a_search_reads_its_page_in_one_statement(make_django):
+    store = make_django(index=INDEX)
+    for key in ("a", "b", "c"):
+        store.put(("docs",), key, {"text": key})
+    with CaptureQueriesContext(connections["default"]) as queries:
+        assert len(store.search(("docs",), filter={"text": {"$ne": "b"}})) == 2
+        assert len(store.search(("docs",))) == 3
+    # On PostgreSQL the statement runs on psycopg's own cursor, which is not captured;
+    # what must not appear is a query per item (for its vectors, say).
+    assert len(queries) <= 2
 
 
 def test_search_order_is_updated_at_descending_then_key(make_django):
@@ -403,6 +475,21 @@ def test_ttl_is_minutes_and_expired_items_are_never_returned(make_django):
     assert keys(store.search(("t",))) == ["forever"]
     assert store.list_namespaces() == [("t",)]
     assert StoreItem.objects.count() == 3  # still there until swept
+
+
+def test_one_batch_mixes_whole_fractional_and_no_ttls(make_django):
+    # PostgreSQL receives each column of a put batch as one typed array.
+    store = make_django()
+    store.batch(
+        [
+            PutOp(("t",), "whole", {"v": 1}, ttl=2),
+            PutOp(("t",), "half", {"v": 2}, ttl=0.5),
+            PutOp(("t",), "untimed", {"v": 3}),
+        ]
+    )
+    ttls = dict(StoreItem.objects.values_list("key", "ttl_minutes"))
+    assert ttls == {"whole": 2.0, "half": 0.5, "untimed": None}
+    assert [store.get(("t",), key).value for key in ttls] == [{"v": 1}, {"v": 2}, {"v": 3}]
 
 
 def test_a_fractional_ttl_runs_out_on_its_own(make_django):
@@ -750,6 +837,8 @@ def test_abatch_does_not_block_the_event_loop(monkeypatch):
         (SearchOp(("docs",), filter={"n": {"$regex": "x"}}), "filter"),
         (SearchOp(("docs",), filter={"n": {"$gt": [1]}}), "filter"),
         (SearchOp(("docs",), filter={"n": {"$lt": None}}), "filter"),
+        (SearchOp(("docs",), filter={"n": {"$gt": float("inf")}}), "filter"),
+        (SearchOp(("docs",), filter={"n": float("nan")}), "filter"),
         (PutOp(("docs",), "k", ["not", "a", "mapping"]), "value"),
         (PutOp(("docs",), "k", {"v": 1}, ttl=-1), "ttl"),
     ],
