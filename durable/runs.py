@@ -210,7 +210,6 @@ def fork(
     run: bool = False,
     metadata: dict | None = None,
     durability: str = "async",
-    multitask_strategy: str = "reject",
     requested_by: Any = None,
 ) -> ForkResult:
     """Branch the thread at ``checkpoint_id``: ``graph.update_state(<that checkpoint's
@@ -225,22 +224,20 @@ def fork(
     input) and ``"__end__"`` (no values: clear the next tasks). ``values`` is a JSON
     object of state keys, or ``None``.
 
-    Without a run the thread must have no active run (the update would race the run's
-    own writes): ``InvalidRequest("thread")``. With a run, ``multitask_strategy``
-    decides, except that ``rollback`` cannot fork from a checkpoint of the run it
-    deletes. Other errors: ``checkpoint_id`` (not the thread's), ``as_node``,
-    ``values``, and those of ``start``. The update and the Run are written in one
-    transaction: a refused request leaves no checkpoint behind."""
+    The thread must have no active run: ``InvalidRequest("thread")``. A fork appends
+    the thread's newest checkpoint, and an active run that is re-executed after its
+    worker died goes on from the thread's newest checkpoint (``durable.worker``); a
+    branch written meanwhile would be taken for the run's own progress. Other errors:
+    ``checkpoint_id`` (not the thread's), ``as_node``, ``values``, and those of
+    ``start``. The update and the Run are written in one transaction: a refused
+    request leaves no checkpoint behind."""
     compiled = get_graph(thread.graph)
     base = checkpoint_config(thread, checkpoint_id)
     check_update(compiled, values, as_node)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, "reject", requested_by)
     with transaction.atomic():
         thread = lock_thread(thread)
-        if not run:
-            _refuse_if_busy(thread, "fork without a run")
-        else:
-            _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
+        _refuse_if_busy(thread, "fork")
         config = _update_state(compiled, base, values, as_node)
         if not run:
             set_thread_status(thread, Thread.Status.IDLE)
@@ -286,7 +283,6 @@ def answer_again(
     answers: dict[str, Any] | None = None,
     metadata: dict | None = None,
     durability: str = "async",
-    multitask_strategy: str = "reject",
     requested_by: Any = None,
 ) -> Run:
     """Answer, differently, an interrupt that was already answered: fork at the
@@ -303,7 +299,7 @@ def answer_again(
     the answer to its counterpart (same node, same place). Returns the pending Run
     (kind ``resume``, ``forked_from`` = ``checkpoint_id``). Errors: ``checkpoint_id``
     (not the thread's, or no interrupt there), ``resume``, ``answers``, and those of
-    ``fork``."""
+    ``fork`` (the thread must have no active run)."""
     compiled = get_graph(thread.graph)
     base = checkpoint_config(thread, checkpoint_id)
     pending = [i.id for i in compiled.get_state(base).interrupts]
@@ -312,10 +308,10 @@ def answer_again(
             "checkpoint_id", f"Checkpoint {checkpoint_id!r} has no interrupt to answer."
         )
     command = resume_command(pending, value, answers)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, "reject", requested_by)
     with transaction.atomic():
         thread = lock_thread(thread)
-        _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
+        _refuse_if_busy(thread, "fork")
         config = _update_state(compiled, base, None, COPY)
         return submit(
             thread,
@@ -373,7 +369,7 @@ def _refuse_if_busy(thread: Thread, what: str) -> None:
         raise InvalidRequest(
             "thread",
             f"Thread {thread.thread_id!r} has an active run (run {active[0].pk}, "
-            f"{active[0].status}); a {what} must wait until it ends.",
+            f"{active[0].status}); a {what} must wait until it ends, or cancel it.",
         )
 
 
