@@ -94,7 +94,12 @@ def execute(run_id: int, *, worker: str = "") -> str:
         return "missing"
     if not claimed:
         return run.status
-    return _Execution(run).execute()
+    try:
+        execution = _Execution(run)
+    except Exception as exc:  # e.g. a graph no longer registered: end it, not retry it
+        logger.exception("run %s cannot start", run.pk)
+        return _end(run, Run.Status.ERROR, error_type=type(exc).__name__, error_message=str(exc))
+    return execution.execute()
 
 
 def _claim(run_id: int, worker: str) -> tuple[Run | None, bool]:

@@ -267,6 +267,7 @@ def test_bad_requests_name_the_field_and_change_nothing(worker):
         ("thread", lambda: runs.start("expense_approval", EXPENSE, thread_id="t" * 256)),
         ("input", lambda: runs.start("expense_approval", {"payment": {"amount": 1}})),
         ("run", lambda: runs.cancel(run)),
+        ("thread", lambda: runs.create_thread("expense_approval", thread_id=thread.thread_id)),
     ]
     before = everything()
     for field, request in cases:
@@ -291,15 +292,28 @@ def test_resume_with_nothing_pending_is_refused(worker):
 # -- one run per thread: multitask strategies ----------------------------------------------
 
 
-def test_reject_refuses_a_second_run_and_changes_nothing(worker, tmp_path):
+def test_reject_refuses_a_second_run_and_forks_wait_for_the_active_one(worker, tmp_path):
     first = probe(tmp_path)
     slow_started(first, tmp_path)
+    thread = Thread.objects.get(pk=first.thread_id)
+    at = runs.thread_history(thread)[-1].config["configurable"]["checkpoint_id"]
     before = everything()
-    with pytest.raises(runs.InvalidRequest) as refused:
-        probe(tmp_path, thread_id=Thread.objects.get(pk=first.thread_id).thread_id)
-    assert refused.value.field == "thread"
-    assert "multitask_strategy" in refused.value.message
-    assert everything() == before
+    for field, request in [
+        ("thread", lambda: probe(tmp_path, thread_id=thread.thread_id)),
+        ("thread", lambda: runs.replay(thread, at)),
+        # A fork would become the thread's newest checkpoint, where the run would go on
+        # from if its worker died.
+        ("thread", lambda: runs.fork(thread, at, {"log": ["x"]}, as_node="fast")),
+        ("thread", lambda: runs.fork(thread, at, None, as_node="__copy__", run=True)),
+        # A rollback cannot start from a checkpoint it deletes.
+        ("multitask_strategy", lambda: runs.replay(thread, at, multitask_strategy="rollback")),
+    ]:
+        with pytest.raises(runs.InvalidRequest) as refused:
+            request()
+        assert refused.value.field == field, refused.value.message
+        assert everything() == before
+    with pytest.raises(runs.InvalidRequest, match="pass multitask_strategy enqueue"):
+        probe(tmp_path, thread_id=thread.thread_id)
     release(tmp_path)
     assert finished(first).status == Run.Status.SUCCESS
 
@@ -323,11 +337,15 @@ def test_interrupt_stops_the_active_run_at_its_super_step_and_keeps_its_progress
     first = probe(tmp_path)
     slow_started(first, tmp_path)
     thread = Thread.objects.get(pk=first.thread_id)
+    queued = probe(tmp_path, thread_id=thread.thread_id, multitask_strategy="enqueue")
 
     second = probe(tmp_path, thread_id=thread.thread_id, multitask_strategy="interrupt")
+
+    # The queued run never started: it ends at once.
+    queued.refresh_from_db()
+    assert (queued.status, queued.attempt) == (Run.Status.CANCELLED, 0)
     draining(first, "interrupt")
     release(tmp_path)
-
     first, second = finished(first), finished(second)
     assert first.status == Run.Status.CANCELLED
     assert first.stop_detail == f"interrupted by run {second.pk} (multitask_strategy=interrupt)"
