@@ -45,11 +45,13 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from langgraph.errors import GraphDrained
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 from langgraph.types import Command
 
@@ -268,19 +270,37 @@ class _Execution:
         return config
 
     def _stream(self, payload: Any, checkpoint_id: str | None) -> None:
-        chunks = self.graph.stream(
-            payload,
-            self._config(checkpoint_id),
-            stream_mode=STREAM_MODES,
-            subgraphs=True,
-            durability=self.run.durability,
-            control=self.control,
-        )
-        for namespace, mode, chunk in chunks:
-            if mode == "tasks" and not namespace and chunk.get("error") is not None:
-                self.error_node = chunk.get("name", "")
-            self._event(mode, jsonable(chunk), "|".join(namespace))
-            self.lease.renew_now_and_then()
+        """Stream the graph from ``checkpoint_id`` (None: the thread's latest) with
+        ``payload``, turning each chunk into a RunEvent. A graph with a node under a
+        ``TimeoutPolicy`` streams through ``astream``: LangGraph cancels a timed-out
+        attempt through asyncio, and sync ``stream`` refuses such a node
+        (``langgraph/types.py``, ``TimeoutPolicy``). Other graphs stream synchronously,
+        which costs less per super-step."""
+        config = self._config(checkpoint_id)
+        options = {
+            "stream_mode": STREAM_MODES,
+            "subgraphs": True,
+            "durability": self.run.durability,
+            "control": self.control,
+        }
+        if _has_timeouts(self.graph):
+            async_to_sync(self._astream)(payload, config, options)
+            return
+        for namespace, mode, chunk in self.graph.stream(payload, config, **options):
+            self._on_chunk(namespace, mode, chunk)
+
+    async def _astream(self, payload: Any, config: dict, options: dict) -> None:
+        # Chunks are handled back on this worker's thread (asgiref's thread-sensitive
+        # sync_to_async), where its database connection and lease live.
+        on_chunk = sync_to_async(self._on_chunk)
+        async for namespace, mode, chunk in self.graph.astream(payload, config, **options):
+            await on_chunk(namespace, mode, chunk)
+
+    def _on_chunk(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
+        if mode == "tasks" and not namespace and chunk.get("error") is not None:
+            self.error_node = chunk.get("name", "")
+        self._event(mode, jsonable(chunk), "|".join(namespace))
+        self.lease.renew_now_and_then()
 
     def _event(self, event: str, data: Any, ns: str = "") -> None:
         RunEvent.objects.append(self.run.pk, event, data, ns)
@@ -315,6 +335,12 @@ class _Execution:
         if _stop_requested(self.run) == Run.Stop.ROLLBACK:
             return _roll_back(self.run)
         return _end(self.run, status, **fields)
+
+
+@functools.cache
+def _has_timeouts(graph: CompiledStateGraph) -> bool:
+    """Whether a node of ``graph`` runs under a ``TimeoutPolicy``."""
+    return any(node.timeout for node in graph.builder.nodes.values())
 
 
 def _translate_answers(old, new, answers: dict) -> dict:
