@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import path
 
 from dashboard import views
+from durable.api import api
 
 urlpatterns = [
     path("", views.thread_list, name="threads"),
@@ -9,4 +10,6 @@ urlpatterns = [
     path("threads/<int:pk>/", views.thread_detail, name="thread"),
     path("threads/<int:pk>/resume/", views.resume_thread, name="resume"),
     path("admin/", admin.site.urls),
+    # The Agent Server-shaped API, with its OpenAPI docs at /api/docs.
+    path("api/", api.urls),
 ]

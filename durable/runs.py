@@ -9,6 +9,7 @@ worker then calls ``execute``.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import uuid
@@ -20,7 +21,8 @@ from langgraph.types import Command, StateSnapshot
 
 from durable.checkpoint import check_thread_id
 from durable.graphs import UnknownGraph, get_graph
-from durable.models import Run, Thread
+from durable.metadata import canonical
+from durable.models import Checkpoint, Run, Thread
 from durable.values import jsonable
 
 logger = logging.getLogger(__name__)
@@ -49,14 +51,104 @@ def _config(thread: Thread) -> dict:
     return {"configurable": {"thread_id": thread.thread_id}}
 
 
-def thread_state(thread: Thread) -> StateSnapshot:
-    """The thread's latest ``StateSnapshot`` (values, next, tasks, interrupts)."""
-    return get_graph(thread.graph).get_state(_config(thread))
+def _empty_state(thread: Thread) -> StateSnapshot:
+    return StateSnapshot(
+        values={},
+        next=(),
+        config=_config(thread),
+        metadata=None,
+        created_at=None,
+        parent_config=None,
+        tasks=(),
+        interrupts=(),
+    )
 
 
-def thread_history(thread: Thread, limit: int = 50) -> list[StateSnapshot]:
-    """The thread's checkpoints as ``StateSnapshot``s, newest first, at most ``limit``."""
-    return list(get_graph(thread.graph).get_state_history(_config(thread), limit=limit))
+def thread_state(thread: Thread, *, subgraphs: bool = False) -> StateSnapshot:
+    """The thread's latest ``StateSnapshot`` (values, next, tasks, interrupts); with
+    ``subgraphs``, the state of each task's subgraph in ``task.state``. A thread that no
+    graph has run on yet (created bare through the API) has an empty snapshot."""
+    if not thread.graph:
+        return _empty_state(thread)
+    return get_graph(thread.graph).get_state(_config(thread), subgraphs=subgraphs)
+
+
+def state_at(thread: Thread, checkpoint_id: str, *, subgraphs: bool = False) -> StateSnapshot:
+    """The ``StateSnapshot`` of ``thread`` at root checkpoint ``checkpoint_id``. Raises
+    ``InvalidRequest("checkpoint_id")`` when that is not one of the thread's checkpoints."""
+    if (
+        not thread.graph
+        or not Checkpoint.objects.filter(
+            thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id
+        ).exists()
+    ):
+        raise InvalidRequest(
+            "checkpoint_id",
+            f"Checkpoint {checkpoint_id!r} is not a checkpoint of thread {thread.thread_id!r}.",
+        )
+    config = {"configurable": {"thread_id": thread.thread_id, "checkpoint_id": checkpoint_id}}
+    return get_graph(thread.graph).get_state(config, subgraphs=subgraphs)
+
+
+def thread_history(
+    thread: Thread,
+    limit: int = 50,
+    *,
+    before: str | None = None,
+    filter: dict[str, Any] | None = None,
+) -> list[StateSnapshot]:
+    """The thread's checkpoints as ``StateSnapshot``s, newest first, at most ``limit``:
+    only those older than checkpoint id ``before``, and whose metadata has every
+    key/value of ``filter``."""
+    if not thread.graph:
+        return []
+    config = _config(thread)
+    before_config = None
+    if before is not None:
+        before_config = {"configurable": {**config["configurable"], "checkpoint_id": before}}
+    history = get_graph(thread.graph).get_state_history(
+        config, limit=limit, before=before_config, filter=filter
+    )
+    return list(history)
+
+
+def create_thread(
+    thread_id: str | None = None,
+    *,
+    graph: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    if_exists: str = "raise",
+) -> tuple[Thread, bool]:
+    """A thread with no run yet: ``(thread, created)``. Without ``graph`` the thread is
+    bound to the graph of its first run. With ``if_exists="do_nothing"`` an existing
+    ``thread_id`` is returned unchanged; with ``"raise"`` it is refused. Raises
+    ``InvalidRequest`` naming ``thread_id``, ``graph`` or ``metadata``."""
+    if graph is not None:
+        try:
+            get_graph(graph)
+        except UnknownGraph as exc:
+            raise InvalidRequest("graph", str(exc)) from None
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidRequest("metadata", "metadata must be a JSON object.")
+    check_storable(metadata, "metadata")
+    if thread_id is None:
+        thread_id = str(uuid.uuid4())
+    elif not isinstance(thread_id, str) or not thread_id.strip():
+        raise InvalidRequest("thread_id", "thread_id must be a non-empty string.")
+    try:
+        thread_id = check_thread_id(thread_id)
+    except ValueError as exc:
+        raise InvalidRequest("thread_id", str(exc)) from None
+    check_storable(thread_id, "thread_id")
+    with transaction.atomic():
+        thread, created = Thread.objects.get_or_create(
+            thread_id=thread_id,
+            # Sorted keys: SQLite compares nested metadata as text (durable.metadata).
+            defaults={"graph": graph or "", "metadata": json.loads(canonical(metadata or {}))},
+        )
+    if not created and if_exists != "do_nothing":
+        raise InvalidRequest("thread_id", f"Thread {thread_id!r} already exists.")
+    return thread, created
 
 
 def pending_interrupts(thread: Thread) -> list:
@@ -86,6 +178,9 @@ def start(graph: str, input: Any, *, thread_id: str | None = None) -> Run:
             thread_id=thread_id or str(uuid.uuid4()), defaults={"graph": graph}
         )
         thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        if not thread.graph:  # created bare: its first run binds it to a graph
+            thread.graph = graph
+            thread.save(update_fields=["graph", "updated_at"])
         if not created and thread.graph != graph:
             raise InvalidRequest(
                 "graph", f"Thread {thread.thread_id!r} runs graph {thread.graph!r}, not {graph!r}."

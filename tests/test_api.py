@@ -1,0 +1,382 @@
+"""The HTTP API through the official ``langgraph-sdk`` client, against the console served
+by uvicorn (``web``) with a real Celery worker."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
+
+from durable.models import Checkpoint, Run, Thread
+from tests.test_worker import EXPENSE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+APPROVE = {"decisions": [{"type": "approve"}]}
+
+
+@pytest.fixture
+def client(web):
+    with get_sync_client(url=f"{web.url}/api", api_key=None) as sdk:
+        yield sdk
+
+
+def counts() -> tuple[int, int, int]:
+    return Thread.objects.count(), Run.objects.count(), Checkpoint.objects.count()
+
+
+def interrupted_thread(client) -> dict:
+    """A thread of expense_approval stopped at its approval interrupt."""
+    thread = client.threads.create()
+    out = client.runs.wait(thread["thread_id"], "expense_approval", input=EXPENSE)
+    assert out["__interrupt__"][0]["value"]["action_requests"][0]["name"] == "pay_expense"
+    return thread
+
+
+def test_assistants_are_the_registered_graphs(client):
+    found = client.assistants.search()
+    assert [a["assistant_id"] for a in found] == ["expense_approval", "parallel_review"]
+    assert client.assistants.search(graph_id="parallel_review")[0]["name"] == "parallel_review"
+    assert client.assistants.get("parallel_review")["graph_id"] == "parallel_review"
+    with pytest.raises(NotFoundError, match="Assistant 'nope' not found"):
+        client.assistants.get("nope")
+
+
+def test_create_and_get_a_thread(client):
+    made = client.threads.create(metadata={"customer": "acme"}, graph_id="expense_approval")
+    got = client.threads.get(made["thread_id"])
+    assert got["status"] == "idle"
+    assert got["metadata"] == {
+        "customer": "acme",
+        "graph_id": "expense_approval",
+        "assistant_id": "expense_approval",
+    }
+    assert got["values"] == {} and got["interrupts"] == {}
+    assert client.threads.get_state(made["thread_id"])["values"] == {}
+    assert client.threads.get_history(made["thread_id"]) == []
+
+
+def test_create_a_thread_with_its_own_id(client):
+    client.threads.create(thread_id="order-42")
+    again = client.threads.create(thread_id="order-42", if_exists="do_nothing")
+    assert again["thread_id"] == "order-42"
+    with pytest.raises(ConflictError, match="'order-42' already exists"):
+        client.threads.create(thread_id="order-42")
+    assert Thread.objects.count() == 1
+
+
+def test_search_threads_by_status_graph_and_metadata(client, worker):
+    waiting = interrupted_thread(client)
+    review = client.threads.create(metadata={"team": "legal", "tier": {"level": 2}})
+    client.threads.create(metadata={"team": "finance"}, graph_id="parallel_review")
+
+    def ids(**kwargs) -> list[str]:
+        return [t["thread_id"] for t in client.threads.search(**kwargs)]
+
+    assert ids(status="interrupted") == [waiting["thread_id"]]
+    assert len(ids(metadata={"graph_id": "parallel_review"})) == 1
+    assert ids(metadata={"team": "legal"}) == [review["thread_id"]]
+    assert ids(metadata={"tier": {"level": 2}}) == [review["thread_id"]]
+    assert ids(metadata={"team": "nobody"}) == []
+    newest_first = ids(limit=10)
+    assert len(newest_first) == 3
+    assert ids(limit=2, offset=1) == newest_first[1:]
+    assert ids(sort_by="created_at", sort_order="asc") == newest_first[::-1]
+    [found] = client.threads.search(status="interrupted")
+    assert found["values"]["employee"] == "Grace Hopper"
+    [(task_id, [pending])] = found["interrupts"].items()
+    assert pending["value"]["review_configs"][0]["action_name"] == "pay_expense"
+
+
+def test_run_to_an_interrupt_then_resume_with_a_command(client, worker):
+    thread_id = interrupted_thread(client)["thread_id"]
+    state = client.threads.get_state(thread_id)
+    assert state["next"] == ["request_approval"]
+    [pending] = state["interrupts"]
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+
+    out = client.runs.wait(thread_id, "expense_approval", command={"resume": APPROVE})
+
+    assert out["status"] == "paid"
+    assert out["payment"]["payee"] == "Grace Hopper"
+    assert "__interrupt__" not in out
+    assert client.threads.get(thread_id)["status"] == "idle"
+    assert client.threads.get_state(thread_id)["next"] == []
+    with pytest.raises(UnprocessableEntityError, match="no pending interrupt"):
+        client.runs.create(thread_id, "expense_approval", command={"resume": APPROVE})
+
+
+def test_parallel_interrupts_resume_with_a_map_of_ids(client, worker):
+    thread = client.threads.create()
+    out = client.runs.wait(thread["thread_id"], "parallel_review", input={"document": "NDA"})
+    by_reviewer = {i["value"]["reviewer"]: i["id"] for i in out["__interrupt__"]}
+    answers = {
+        by_reviewer["legal"]: {"approved": True},
+        by_reviewer["finance"]: {"approved": True},
+    }
+    done = client.runs.wait(thread["thread_id"], "parallel_review", command={"resume": answers})
+    assert done["verdict"] == "approved"
+
+
+def test_background_run_get_list_and_join(client, worker):
+    thread = client.threads.create()
+    created = []
+    run = client.runs.create(
+        thread["thread_id"],
+        "expense_approval",
+        input=EXPENSE,
+        on_run_created=created.append,
+    )
+    assert run["status"] in ("pending", "running", "interrupted")
+    assert run["assistant_id"] == "expense_approval"
+    assert created == [{"run_id": run["run_id"], "thread_id": thread["thread_id"]}]
+
+    joined = client.runs.join(thread["thread_id"], run["run_id"])
+    assert joined["__interrupt__"][0]["value"]["action_requests"][0]["name"] == "pay_expense"
+    got = client.runs.get(thread["thread_id"], run["run_id"])
+    assert got["status"] == "interrupted"
+    assert got["kind"] == "start"
+
+    resumed = client.runs.create(
+        thread["thread_id"], "expense_approval", command={"resume": APPROVE}
+    )
+    assert client.runs.join(thread["thread_id"], resumed["run_id"])["status"] == "paid"
+    listed = client.runs.list(thread["thread_id"])
+    assert [r["run_id"] for r in listed] == [resumed["run_id"], run["run_id"]]
+    assert [r["status"] for r in listed] == ["success", "interrupted"]
+    assert client.runs.list(thread["thread_id"], status="interrupted")[0]["run_id"] == run["run_id"]
+    assert client.runs.list(thread["thread_id"], limit=1, offset=1)[0]["run_id"] == run["run_id"]
+
+
+def test_a_failed_run_reports_its_error(client, worker):
+    thread_id = interrupted_thread(client)["thread_id"]
+    # request_approval reads decisions[0]: an empty list fails the node.
+    with pytest.raises(Exception, match="IndexError: list index out of range"):
+        client.runs.wait(thread_id, "expense_approval", command={"resume": {"decisions": []}})
+    out = client.runs.wait(
+        thread_id, "expense_approval", command={"resume": {"decisions": []}}, raise_error=False
+    )
+    assert out["__error__"]["error"] == "IndexError"
+    [failed, *_] = client.runs.list(thread_id)
+    assert failed["status"] == "error"
+    assert failed["error"] == {"error": "IndexError", "message": "list index out of range"}
+
+
+def test_state_at_a_checkpoint_and_history(client, worker):
+    thread_id = interrupted_thread(client)["thread_id"]
+    client.runs.wait(thread_id, "expense_approval", command={"resume": APPROVE})
+
+    history = client.threads.get_history(thread_id, limit=100)
+    assert [s["metadata"]["step"] for s in history] == [3, 2, 1, 0, -1]
+    assert [s["next"] for s in history] == [
+        [],
+        ["pay"],
+        ["request_approval"],
+        ["validate"],
+        ["__start__"],
+    ]
+    assert history[0]["parent_checkpoint"] == history[1]["checkpoint"]
+
+    at_approval = history[2]["checkpoint"]
+    by_id = client.threads.get_state(thread_id, checkpoint_id=at_approval["checkpoint_id"])
+    by_ref = client.threads.get_state(thread_id, checkpoint=at_approval)
+    assert by_id == by_ref
+    assert by_id["values"]["status"] == "validated"
+    assert by_id["next"] == ["request_approval"]
+    assert "payment" not in by_id["values"]
+    with_subgraphs = client.threads.get_state(thread_id, subgraphs=True)
+    assert with_subgraphs["values"]["status"] == "paid"
+
+    assert client.threads.get_history(thread_id, limit=2) == history[:2]
+    before = client.threads.get_history(thread_id, before=at_approval["checkpoint_id"])
+    assert before == history[3:]
+    assert client.threads.get_history(thread_id, before=at_approval) == history[3:]
+    loop_steps = client.threads.get_history(thread_id, metadata={"source": "input"})
+    assert [s["metadata"]["step"] for s in loop_steps] == [-1]
+
+
+# -- refused requests: a clear error naming the field, and nothing changes -----------
+
+
+@pytest.fixture
+def arranged(web):
+    """Thread ``t1`` of expense_approval stopped at its interrupt, a bare thread, and a
+    checkpoint of another thread the console does not know; the graph runs in this
+    process through the real saver, so no worker is needed."""
+    from durable import runs
+    from durable.graphs import get_graph
+
+    graph = get_graph("expense_approval")
+    runs.create_thread("t1", graph="expense_approval")
+    graph.invoke(EXPENSE, {"configurable": {"thread_id": "t1"}})
+    runs.create_thread("bare")
+    graph.invoke(EXPENSE, {"configurable": {"thread_id": "elsewhere"}})
+    foreign = graph.get_state({"configurable": {"thread_id": "elsewhere"}}).config
+    return {"url": f"{web.url}/api", "foreign": foreign["configurable"]["checkpoint_id"]}
+
+
+RUN = {"assistant_id": "expense_approval"}
+BAD_REQUESTS = [
+    # (method, path, body, status, field, message)
+    ("POST", "/threads", '{"thread_id": ', 400, "body", "not valid JSON"),
+    ("POST", "/threads", "[" * 50_000 + "]" * 50_000, 400, "body", "nested too deeply"),
+    ("POST", "/threads", "[1, 2]", 422, "body", "valid dictionary"),
+    ("POST", "/threads", {"thread_id": 7}, 422, "thread_id", "valid string"),
+    ("POST", "/threads", {"thread_id": "x" * 256}, 422, "thread_id", "the limit is 255"),
+    ("POST", "/threads", {"thread_id": " "}, 422, "thread_id", "non-empty"),
+    ("POST", "/threads", {"metadata": {"a": "\u0000"}}, 422, "metadata", "NUL character"),
+    ("POST", "/threads", {"metadata": {"graph_id": "nope"}}, 404, "graph_id", "not registered"),
+    ("POST", "/threads", {"supersteps": []}, 422, "supersteps", "not supported"),
+    ("POST", "/threads", {"if_exists": "maybe"}, 422, "if_exists", "'raise' or 'do_nothing'"),
+    ("POST", "/threads/search", {"limit": "ten"}, 422, "limit", "valid integer"),
+    ("POST", "/threads/search", {"limit": 0}, 422, "limit", "greater than or equal to 1"),
+    ("POST", "/threads/search", {"status": "asleep"}, 422, "status", "'idle'"),
+    ("GET", "/threads/nope", None, 404, "thread_id", "Thread 'nope' not found"),
+    ("GET", "/threads/nope/state", None, 404, "thread_id", "not found"),
+    ("GET", "/threads/t1/state/nope", None, 404, "checkpoint_id", "not a checkpoint of thread"),
+    ("GET", "/threads/t1/state/{foreign}", None, 404, "checkpoint_id", "not a checkpoint"),
+    ("GET", "/threads/t1/state?subgraphs=perhaps", None, 422, "subgraphs", "valid boolean"),
+    (
+        "POST",
+        "/threads/t1/state/checkpoint",
+        {"checkpoint": {}},
+        422,
+        "checkpoint.checkpoint_id",
+        "required",
+    ),
+    ("POST", "/threads/t1/history", {"limit": 0}, 422, "limit", "greater than or equal"),
+    ("POST", "/threads/t1/history", {"before": "{foreign}"}, 404, "before", "not a checkpoint"),
+    ("POST", "/threads/t1/history", {"metadata": "source"}, 422, "metadata", "valid dictionary"),
+    ("POST", "/threads/t1/runs", {"input": {}}, 422, "assistant_id", "Field required"),
+    (
+        "POST",
+        "/threads/t1/runs",
+        {"assistant_id": "nope", "input": {}},
+        404,
+        "assistant_id",
+        "not found",
+    ),
+    ("POST", "/threads/t1/runs", {**RUN, "input": [1]}, 422, "input", "must be a JSON object"),
+    (
+        "POST",
+        "/threads/t1/runs",
+        {**RUN, "input": {"salary": 1}},
+        422,
+        "input",
+        "Unknown input key(s): salary",
+    ),
+    (
+        "POST",
+        "/threads/t1/runs",
+        '{"assistant_id": "expense_approval", "input": {"amount": NaN}}',
+        422,
+        "input",
+        "NaN",
+    ),
+    ("POST", "/threads/t1/runs", RUN, 422, "input", "needs an input"),
+    (
+        "POST",
+        "/threads/t1/runs",
+        {**RUN, "input": {}, "command": {"resume": 1}},
+        422,
+        "input",
+        "either input or command",
+    ),
+    (
+        "POST",
+        "/threads/t1/runs",
+        {**RUN, "command": {"goto": "pay"}},
+        422,
+        "command.goto",
+        "not supported",
+    ),
+    (
+        "POST",
+        "/threads/t1/runs",
+        {**RUN, "input": {}, "config": {}},
+        422,
+        "config",
+        "not supported",
+    ),
+    (
+        "POST",
+        "/threads/t1/runs",
+        {**RUN, "input": {}, "stream_mode": "messages"},
+        422,
+        "stream_mode",
+        "messages",
+    ),
+    (
+        "POST",
+        "/threads/t1/runs",
+        {**RUN, "input": {}, "durability": "forever"},
+        422,
+        "durability",
+        "'sync'",
+    ),
+    (
+        "POST",
+        "/threads/t1/runs",
+        {**RUN, "input": {}, "multitask_strategy": "x"},
+        422,
+        "multitask_strategy",
+        "'reject'",
+    ),
+    (
+        "POST",
+        "/threads/t1/runs",
+        {"assistant_id": "parallel_review", "input": {}},
+        422,
+        "assistant_id",
+        "runs graph 'expense_approval'",
+    ),
+    ("POST", "/threads/nope/runs", {**RUN, "input": {}}, 404, "thread_id", "not found"),
+    (
+        "POST",
+        "/threads/bare/runs",
+        {**RUN, "command": {"resume": 1}},
+        422,
+        "resume",
+        "no pending interrupt",
+    ),
+    (
+        "POST",
+        "/threads/t1/runs/wait",
+        {**RUN, "input": {"salary": 1}},
+        422,
+        "input",
+        "Unknown input key",
+    ),
+    ("GET", "/threads/t1/runs?limit=x", None, 422, "limit", "valid integer"),
+    ("GET", "/threads/t1/runs/abc", None, 404, "run_id", "Run 'abc' not found"),
+    ("GET", "/threads/t1/runs/999999", None, 404, "run_id", "not found"),
+    ("GET", "/threads/t1/runs/999999/join", None, 404, "run_id", "not found"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "field", "message"), BAD_REQUESTS)
+def test_bad_requests_name_the_field_and_change_nothing(
+    arranged, method, path, body, status, field, message
+):
+    before = counts(), list(Checkpoint.objects.values_list("checkpoint_id", flat=True))
+    path = path.replace("{foreign}", arranged["foreign"])
+    body = body.replace("{foreign}", arranged["foreign"]) if isinstance(body, str) else body
+    if isinstance(body, dict):
+        body = {k: arranged["foreign"] if v == "{foreign}" else v for k, v in body.items()}
+    content = (
+        body
+        if isinstance(body, str) or body is None
+        else httpx.Request("POST", "/", json=body).content
+    )
+    response = httpx.request(
+        method,
+        arranged["url"] + path,
+        content=content,
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == status, response.text
+    error = response.json()
+    assert error["field"] == field
+    assert message in error["detail"]
+    assert (counts(), list(Checkpoint.objects.values_list("checkpoint_id", flat=True))) == before
