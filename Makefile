@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+VAR_DIR := $(or $(DURABLE_VAR_DIR),var)
 # The PostgreSQL + Redis pass of `make test`.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/durable
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
@@ -20,10 +21,13 @@ $(INSTALLED): pyproject.toml
 install: $(INSTALLED)
 
 # Set up, migrate, then serve the console and run a worker beside it (Ctrl-C stops both).
+# The worker embeds Celery beat (-B), which schedules the reaper of stale runs.
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	@echo "Console: http://$(HOST):$(PORT)/"
-	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 & worker=$$!; \
+	mkdir -p $(VAR_DIR)
+	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
+	  --beat --schedule=$(VAR_DIR)/celerybeat-schedule & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(BIN)/python manage.py runserver $(HOST):$(PORT) --noreload
 

@@ -32,7 +32,11 @@ def start_run(request):
     form = StartRunForm(request.POST)
     if form.is_valid():
         try:
-            run = runs.start(form.cleaned_data["graph"], form.cleaned_data["input"])
+            run = runs.start(
+                form.cleaned_data["graph"],
+                form.cleaned_data["input"],
+                requested_by=request.user,
+            )
         except runs.InvalidRequest as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
@@ -96,7 +100,7 @@ def resume_thread(request, pk: int):
         form.add_error(None, f"Thread {thread.thread_id!r} has no pending interrupt to resume.")
     elif form.is_valid():
         try:
-            runs.resume(thread, **form.resume_args)
+            runs.resume(thread, **form.resume_args, requested_by=request.user)
         except runs.InvalidRequest as exc:
             form.add_error(None, exc.message)
         else:

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import json
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.urls import reverse
 from django.utils import timezone
 from langgraph.types import StateSnapshot
 from ninja import Field, NinjaAPI, Query, Router, Schema
@@ -32,7 +34,7 @@ from pydantic import AliasChoices, ConfigDict
 from durable import events, runs
 from durable.graphs import graph_names
 from durable.metadata import MetadataKeyEquals
-from durable.models import Checkpoint, Run, Thread
+from durable.models import THREAD_ID_MAX_LENGTH, Run, Thread
 from durable.values import jsonable
 
 
@@ -79,9 +81,22 @@ def _api_error(request, exc: ApiError):
     return _error(request, exc.status, exc.message, exc.field)
 
 
+# durable.runs names its inputs; the API's requests name some of them differently.
+_API_FIELDS = {
+    "thread": "thread_id",
+    "graph": "assistant_id",
+    "resume": "command.resume",
+    "answers": "command.resume",
+}
+
+
 @api.exception_handler(runs.InvalidRequest)
 def _invalid_request(request, exc: runs.InvalidRequest):
-    return _error(request, 422, exc.message, exc.field)
+    """422 for unacceptable input; 409 when the thread or run is not in a state that
+    allows the request (``durable.runs`` names ``thread`` or ``run`` then: a busy
+    thread under ``reject``, a run that already ended; thread ids are checked here)."""
+    status = 409 if exc.field in ("thread", "run") else 422
+    return _error(request, status, exc.message, _API_FIELDS.get(exc.field, exc.field))
 
 
 @api.exception_handler(HttpError)
@@ -121,8 +136,14 @@ def _threads(request: HttpRequest) -> QuerySet[Thread]:
     return Thread.objects.all()
 
 
+def _find_thread(request: HttpRequest, thread_id: str) -> Thread | None:
+    if "\x00" in thread_id:  # no thread has one, and PostgreSQL cannot compare it
+        return None
+    return _threads(request).filter(thread_id=thread_id).first()
+
+
 def _thread(request: HttpRequest, thread_id: str) -> Thread:
-    thread = _threads(request).filter(thread_id=thread_id).first()
+    thread = _find_thread(request, thread_id)
     if thread is None:
         raise ApiError(404, f"Thread {thread_id!r} not found.", "thread_id")
     return thread
@@ -133,6 +154,10 @@ def _run(thread: Thread, run_id: str) -> Run:
     if run is None:
         raise ApiError(404, f"Run {run_id!r} not found on thread {thread.thread_id!r}.", "run_id")
     return run
+
+
+# Who asked, as runs record it. Tenancy (issue 5) will name the authenticated client.
+API_CALLER = "api"
 
 
 def _graph(assistant_id: str) -> str:
@@ -231,7 +256,9 @@ def _thread_json(thread: Thread) -> dict:
 
 
 def _run_json(run: Run) -> dict:
-    """A run as the Agent Server's ``Run``, plus ``kind`` and ``error``."""
+    """A run as the Agent Server's ``Run``, plus what this server records: ``kind``
+    (start, resume, fork, replay), ``durability``, ``requested_by``, the checkpoint it
+    started from, ``interrupts`` it stopped at, ``error`` and why it was stopped."""
     return {
         "run_id": str(run.pk),
         "thread_id": run.thread.thread_id,
@@ -239,12 +266,19 @@ def _run_json(run: Run) -> dict:
         "created_at": run.created_at,
         "updated_at": run.ended_at or run.started_at or run.created_at,
         "status": run.status,
-        "metadata": {},
-        "multitask_strategy": "reject",
+        "metadata": run.metadata,
+        "multitask_strategy": run.multitask_strategy,
         "kind": run.kind,
+        "durability": run.durability,
+        "requested_by": run.requested_by,
+        "checkpoint_id": run.checkpoint_id or None,
+        "interrupts": run.interrupts,
         "error": (
-            {"error": run.error_type, "message": run.error_message} if run.error_type else None
+            {"error": run.error_type, "message": run.error_message, "node": run.error_node}
+            if run.error_type
+            else None
         ),
+        "stop_detail": run.stop_detail or None,
     }
 
 
@@ -298,8 +332,11 @@ def get_assistant(request, assistant_id: str):
 threads = Router(tags=["threads"])
 
 
+ThreadId = Field(None, min_length=1, max_length=THREAD_ID_MAX_LENGTH)
+
+
 class ThreadCreate(Strict):
-    thread_id: str | None = None
+    thread_id: str | None = ThreadId
     metadata: dict[str, Any] = {}
     if_exists: Literal["raise", "do_nothing"] = "raise"
     graph_id: str | None = None
@@ -316,13 +353,13 @@ def create_thread(request, body: ThreadCreate = None):
     metadata.pop("assistant_id", None)
     if graph is not None and graph not in graph_names():
         raise ApiError(404, f"Graph {graph!r} is not registered.", "graph_id")
-    if body.thread_id is not None and body.if_exists == "raise":
-        if _threads(request).filter(thread_id=body.thread_id).exists():
-            raise ApiError(409, f"Thread {body.thread_id!r} already exists.", "thread_id")
-    thread, _ = runs.create_thread(
-        body.thread_id, graph=graph, metadata=metadata, if_exists="do_nothing"
-    )
-    return _thread_json(thread)
+    if body.thread_id is not None:
+        runs.check_storable(body.thread_id, "thread_id")
+        if existing := _find_thread(request, body.thread_id):
+            if body.if_exists == "raise":
+                raise ApiError(409, f"Thread {body.thread_id!r} already exists.", "thread_id")
+            return _thread_json(existing)
+    return _thread_json(runs.create_thread(graph, thread_id=body.thread_id, metadata=metadata))
 
 
 class ThreadSearch(Strict):
@@ -364,21 +401,12 @@ def get_thread(request, thread_id: str):
 # -- state and history ----------------------------------------------------------------
 
 
-def _check_checkpoint(thread: Thread, checkpoint_id: str, field: str) -> None:
-    """Refuse a checkpoint id that is not one of ``thread``'s root checkpoints."""
-    if not Checkpoint.objects.filter(
-        thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id
-    ).exists():
-        raise ApiError(
-            404,
-            f"Checkpoint {checkpoint_id!r} is not a checkpoint of thread {thread.thread_id!r}.",
-            field,
-        )
-
-
 def _state_at(thread: Thread, checkpoint_id: str, field: str, subgraphs: bool) -> dict:
-    _check_checkpoint(thread, checkpoint_id, field)
-    return _state(runs.state_at(thread, checkpoint_id, subgraphs=subgraphs))
+    try:
+        snapshot = runs.state_at(thread, checkpoint_id, subgraphs=subgraphs)
+    except runs.InvalidRequest as exc:
+        raise runs.InvalidRequest(field, exc.message) from None
+    return _state(snapshot)
 
 
 class StateQuery(Schema):
@@ -387,8 +415,45 @@ class StateQuery(Schema):
 
 @threads.get("/{thread_id}/state", summary="Get a thread's latest state")
 def get_state(request, thread_id: str, query: Query[StateQuery]):
+    """The latest ``ThreadState``; with ``subgraphs``, each task's subgraph state."""
     thread = _thread(request, thread_id)
     return _state(runs.thread_state(thread, subgraphs=query.subgraphs))
+
+
+class StateUpdate(Strict):
+    values: dict[str, Any] | None = None
+    as_node: str | None = None
+    checkpoint: CheckpointRef | None = None
+    checkpoint_id: str | None = None
+
+
+@threads.post("/{thread_id}/state", summary="Update a thread's state (fork)")
+def update_state(request, thread_id: str, body: StateUpdate):
+    """``update_state`` at ``checkpoint`` (default: the latest) with ``values`` (state
+    keys; reducers apply), as if node ``as_node`` had written them (or LangGraph's
+    ``__copy__``, ``__input__``, ``__end__``). History is not edited: a new checkpoint
+    branches off that one. Returns ``{"checkpoint": ...}``, the new checkpoint."""
+    thread = _thread(request, thread_id)
+    checkpoint_id = (body.checkpoint.checkpoint_id if body.checkpoint else None) or (
+        body.checkpoint_id
+    )
+    if checkpoint_id is None:
+        latest = runs.thread_state(thread).config["configurable"].get("checkpoint_id")
+        if latest is None:
+            raise ApiError(
+                409, f"Thread {thread_id!r} has no checkpoint to update yet.", "checkpoint"
+            )
+        checkpoint_id = latest
+    field = "checkpoint.checkpoint_id" if body.checkpoint else "checkpoint_id"
+    try:
+        forked = runs.fork(
+            thread, checkpoint_id, body.values, as_node=body.as_node, requested_by=API_CALLER
+        )
+    except runs.InvalidRequest as exc:
+        if exc.field == "checkpoint_id":
+            raise runs.InvalidRequest(field, exc.message) from None
+        raise
+    return {"checkpoint": _checkpoint(forked.config)}
 
 
 class StateAtCheckpoint(Strict):
@@ -399,17 +464,22 @@ class StateAtCheckpoint(Strict):
 @threads.post("/{thread_id}/state/checkpoint", summary="Get a thread's state at a checkpoint")
 def post_state_at(request, thread_id: str, body: StateAtCheckpoint):
     thread = _thread(request, thread_id)
-    if not body.checkpoint.checkpoint_id:
-        raise ApiError(422, "checkpoint.checkpoint_id is required.", "checkpoint.checkpoint_id")
-    return _state_at(
-        thread, body.checkpoint.checkpoint_id, "checkpoint.checkpoint_id", body.subgraphs
-    )
+    checkpoint_id = body.checkpoint.checkpoint_id
+    return _state_at(thread, checkpoint_id, "checkpoint.checkpoint_id", body.subgraphs)
 
 
 @threads.get("/{thread_id}/state/{checkpoint_id}", summary="Get a thread's state at a checkpoint")
 def get_state_at(request, thread_id: str, checkpoint_id: str, query: Query[StateQuery]):
     thread = _thread(request, thread_id)
     return _state_at(thread, checkpoint_id, "checkpoint_id", query.subgraphs)
+
+
+@threads.delete("/{thread_id}", summary="Delete a thread", response={204: None})
+def delete_thread(request, thread_id: str):
+    """Deletes the thread, its runs and events and all its checkpoints. 409 while a run
+    is running (cancel it first)."""
+    runs.delete_thread(_thread(request, thread_id))
+    return 204, None
 
 
 class HistoryQuery(Strict):
@@ -431,14 +501,14 @@ def get_history(request, thread_id: str, body: HistoryQuery = None):
     if body.checkpoint and body.checkpoint.checkpoint_ns:
         raise ApiError(422, "Subgraph histories are not served yet.", "checkpoint.checkpoint_ns")
     before = body.before.checkpoint_id if isinstance(body.before, CheckpointRef) else body.before
-    if before is not None:
-        _check_checkpoint(thread, before, "before")
     history = runs.thread_history(thread, body.limit, before=before, filter=body.metadata)
     return [_state(s) for s in history]
 
 
 # -- runs ---------------------------------------------------------------------------
 
+# What a run's stream can carry: the modes workers record as RunEvents, and ``values``,
+# the thread's values once the run ends (workers record updates, not whole states).
 STREAM_MODES = ("values", "updates", "custom", "tasks")
 
 
@@ -461,10 +531,20 @@ class RunCreate(Strict):
     checkpoint: CheckpointRef | None = None
 
     def modes(self) -> list[str]:
-        return [self.stream_mode] if isinstance(self.stream_mode, str) else self.stream_mode
+        return _modes(self.stream_mode)
+
+    def options(self) -> dict:
+        return {
+            "metadata": self.metadata,
+            "durability": self.durability,
+            "multitask_strategy": self.multitask_strategy,
+            "requested_by": API_CALLER,
+        }
 
 
-def _check_modes(modes: list[str]) -> None:
+def _modes(stream_mode: str | list[str] | None) -> list[str]:
+    modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode or [])
+    modes = [m for m in modes if m] or list(STREAM_MODES)
     if unknown := [m for m in modes if m not in STREAM_MODES]:
         raise ApiError(
             422,
@@ -472,23 +552,27 @@ def _check_modes(modes: list[str]) -> None:
             f"choose from {', '.join(STREAM_MODES)}.",
             "stream_mode",
         )
+    return modes
 
 
-def _resume_args(thread: Thread, value: Any) -> dict:
+def _resume_args(pending: list[str], value: Any) -> dict:
     """``command.resume`` as ``runs.resume`` arguments: a map whose keys are all pending
     interrupt ids answers each by id (LangGraph's resume map); anything else is the
     answer to the one pending interrupt."""
-    pending = {i.id for i in runs.pending_interrupts(thread)}
-    if isinstance(value, dict) and value and set(value) <= pending:
+    if isinstance(value, dict) and value and set(value) <= set(pending):
         return {"answers": value}
     return {"value": value}
 
 
 def _create_run(request, thread_id: str, body: RunCreate) -> Run:
+    """The run ``body`` asks for: ``input`` starts the graph (from ``checkpoint_id``:
+    not served); ``command.resume`` answers the pending interrupt(s), or, with
+    ``checkpoint_id``, those pending at that past checkpoint (``answer_again``); neither,
+    with ``checkpoint_id``, replays from that checkpoint."""
     graph = _graph(body.assistant_id)
-    _check_modes(body.modes())
-    thread = _threads(request).filter(thread_id=thread_id).first()
-    if thread is None and body.if_not_exists != "create":
+    body.modes()
+    thread = _find_thread(request, thread_id)
+    if thread is None and (body.if_not_exists != "create" or body.input is None):
         raise ApiError(404, f"Thread {thread_id!r} not found.", "thread_id")
     if thread is not None and thread.graph and thread.graph != graph:
         raise ApiError(
@@ -496,34 +580,53 @@ def _create_run(request, thread_id: str, body: RunCreate) -> Run:
             f"Thread {thread_id!r} runs graph {thread.graph!r}, not {graph!r}.",
             "assistant_id",
         )
-    if body.checkpoint_id or body.checkpoint:
-        raise ApiError(422, "Runs from a past checkpoint are not served yet.", "checkpoint_id")
+    checkpoint_id = (body.checkpoint.checkpoint_id if body.checkpoint else None) or (
+        body.checkpoint_id
+    )
+    if body.command is not None and body.input is not None:
+        raise ApiError(422, "Send either input or command, not both.", "input")
     if body.command is not None:
+        return _resume(thread, body, checkpoint_id)
+    if checkpoint_id is not None:
         if body.input is not None:
-            raise ApiError(422, "Send either input or command, not both.", "input")
-        if thread is None:
-            raise ApiError(404, f"Thread {thread_id!r} not found.", "thread_id")
-        return runs.resume(thread, **_resume_args(thread, body.command.resume))
+            raise ApiError(
+                422, "A run from a past checkpoint takes no input; fork with update_state.", "input"
+            )
+        return runs.replay(thread, checkpoint_id, **body.options())
     if body.input is None:
         raise ApiError(422, "A run needs an input (or a command).", "input")
-    return runs.start(graph, body.input, thread_id=thread_id)
+    return runs.start(graph, body.input, thread_id=thread_id, **body.options())
 
 
-def _located(request, response: HttpResponse, run: Run) -> HttpResponse:
+def _resume(thread: Thread, body: RunCreate, checkpoint_id: str | None) -> Run:
+    value = body.command.resume
+    if checkpoint_id is None:
+        pending = [i.id for i in runs.pending_interrupts(thread)]
+        return runs.resume(thread, **_resume_args(pending, value), **body.options())
+    pending = [i.id for i in runs.state_at(thread, checkpoint_id).interrupts]
+    args = _resume_args(pending, value)
+    return runs.answer_again(thread, checkpoint_id, **args, **body.options())
+
+
+def _run_path(run: Run) -> str:
+    return reverse("api:get_run", args=[run.thread.thread_id, run.pk])
+
+
+def _located(response: HttpResponse, run: Run) -> HttpResponse:
     """Name the run in ``Content-Location``, where the SDK reads a new run's ids."""
-    response["Content-Location"] = (
-        f"{request.path.split('/threads/')[0]}/threads/{run.thread.thread_id}/runs/{run.pk}"
-    )
+    response["Content-Location"] = _run_path(run)
     return response
 
 
 @threads.post("/{thread_id}/runs", summary="Create a background run")
 def create_run(request, thread_id: str, body: RunCreate):
-    """Starts a run with ``input``, or resumes the thread's interrupt(s) with
-    ``command.resume``; returns the pending run. A worker executes it."""
+    """Starts a run with ``input``, resumes the thread's interrupt(s) with
+    ``command.resume`` (one value, or ``{interrupt_id: value}``), or replays from
+    ``checkpoint_id``; ``multitask_strategy`` decides what happens to an active run,
+    ``durability`` when checkpoints are saved. Returns the pending run; a worker
+    executes it."""
     run = _create_run(request, thread_id, body)
-    response = api.create_response(request, _run_json(run), status=200)
-    return _located(request, response, run)
+    return _located(api.create_response(request, _run_json(run), status=200), run)
 
 
 def _output(run_id: int) -> dict:
@@ -531,7 +634,7 @@ def _output(run_id: int) -> dict:
     with ``__interrupt__`` when it stopped at interrupts, or ``__error__``."""
     run = Run.objects.select_related("thread").filter(pk=run_id).first()
     if run is None:
-        return {"__error__": {"error": "RunDeleted", "message": "The run's thread was deleted."}}
+        return {"__error__": {"error": "RunDeleted", "message": "The run no longer exists."}}
     if run.status == Run.Status.ERROR:
         return {"__error__": {"error": run.error_type, "message": run.error_message}}
     state = runs.thread_state(run.thread)
@@ -543,14 +646,59 @@ def _output(run_id: int) -> dict:
 
 async def _wait_output(run_id: int) -> dict:
     await events.wait_until_final(run_id)
-    return await events.borrow(lambda: _output(run_id))
+    return await events.borrow(_output, run_id)
 
 
 @threads.post("/{thread_id}/runs/wait", summary="Create a run and wait for its output")
 async def wait_run(request, thread_id: str, body: RunCreate):
-    run = await events.borrow(lambda: _create_run(request, thread_id, body))
+    """As ``POST /threads/{thread_id}/runs``, then waits for the run to end and returns
+    the thread's values (with ``__interrupt__``), or ``{"__error__": ...}``."""
+    run = await events.borrow(_create_run, request, thread_id, body)
     output = await _wait_output(run.pk)
-    return _located(request, api.create_response(request, output, status=200), run)
+    return _located(api.create_response(request, output, status=200), run)
+
+
+def _stream_response(request, run: Run, modes: list[str], subgraphs: bool, after: int):
+    """The run's events in the Agent Server's SSE format, from the shared event source."""
+    query = urlencode([("stream_mode", m) for m in modes] + [("stream_subgraphs", subgraphs)])
+    response = StreamingHttpResponse(
+        _sdk_events(run.pk, modes, subgraphs, after),
+        content_type="text/event-stream",
+        headers=events.SSE_HEADERS,
+    )
+    # Where the SDK reconnects (with Last-Event-ID) if the stream is cut, and the run.
+    response["Location"] = request.build_absolute_uri(f"{_run_path(run)}/stream?{query}")
+    return _located(response, run)
+
+
+async def _sdk_events(run_id: int, modes: list[str], subgraphs: bool, after: int):
+    """``metadata`` first; then each recorded chunk of a wanted mode as ``event: mode``
+    (``mode|ns`` for a subgraph's, with ``stream_subgraphs``) with ``id: seq``; when the
+    run has ended, ``values`` (the thread's values, with ``__interrupt__``) and, for a
+    failed run, ``error``."""
+    if after == 0:
+        yield events.sse("metadata", {"run_id": str(run_id), "attempt": 1})
+    async for item in events.follow(run_id, after):
+        if isinstance(item, events.Event):
+            if item.event in modes and (subgraphs or not item.ns):
+                name = f"{item.event}|{item.ns}" if item.ns else item.event
+                yield events.sse(name, item.data, id=item.seq)
+        elif isinstance(item, events.Keepalive):
+            yield b": keepalive\n\n"
+        else:
+            output = await events.borrow(_output, run_id)
+            if "__error__" in output:
+                yield events.sse("error", output["__error__"])
+            elif "values" in modes:
+                yield events.sse("values", output)
+
+
+@threads.post("/{thread_id}/runs/stream", summary="Create a run and stream its events (SSE)")
+async def stream_run(request, thread_id: str, body: RunCreate):
+    """As ``POST /threads/{thread_id}/runs``, answered with the run's events as
+    server-sent events while it runs (see ``GET .../runs/{run_id}/stream``)."""
+    run = await events.borrow(_create_run, request, thread_id, body)
+    return _stream_response(request, run, body.modes(), body.stream_subgraphs, 0)
 
 
 class RunsQuery(Strict):
@@ -568,15 +716,66 @@ def list_runs(request, thread_id: str, query: Query[RunsQuery]):
     return [_run_json(r) for r in found[query.offset : query.offset + query.limit]]
 
 
-@threads.get("/{thread_id}/runs/{run_id}", summary="Get a run")
+@threads.get("/{thread_id}/runs/{run_id}", summary="Get a run", url_name="get_run")
 def get_run(request, thread_id: str, run_id: str):
     return _run_json(_run(_thread(request, thread_id), run_id))
 
 
 @threads.get("/{thread_id}/runs/{run_id}/join", summary="Wait for a run's output")
 async def join_run(request, thread_id: str, run_id: str):
+    """Waits for the run to end; returns what ``runs/wait`` returns."""
     run = await events.borrow(lambda: _run(_thread(request, thread_id), run_id))
     return await _wait_output(run.pk)
+
+
+class JoinStreamQuery(Schema):
+    stream_mode: list[str] = []
+    stream_subgraphs: bool = False
+    cancel_on_disconnect: bool = False
+
+
+@threads.get("/{thread_id}/runs/{run_id}/stream", summary="Stream a run's events (SSE)")
+async def join_stream(request, thread_id: str, run_id: str, query: Query[JoinStreamQuery]):
+    """The run's events as server-sent events, from the start or, on reconnect, after
+    the ``Last-Event-ID`` header's event; the stream ends when the run has. Modes:
+    ``stream_mode`` (repeatable; default all of values, updates, custom, tasks)."""
+    if query.cancel_on_disconnect:
+        raise ApiError(422, "cancel_on_disconnect is not supported.", "cancel_on_disconnect")
+    try:
+        after = events.last_event_id(request)
+    except ValueError as exc:
+        raise ApiError(422, str(exc), "Last-Event-ID") from None
+    modes = _modes(query.stream_mode)
+    run = await events.borrow(lambda: _run(_thread(request, thread_id), run_id))
+    return _stream_response(request, run, modes, query.stream_subgraphs, after)
+
+
+class CancelQuery(Schema):
+    wait: bool = False
+    action: Literal["interrupt", "rollback"] = "interrupt"
+
+
+@threads.post("/{thread_id}/runs/{run_id}/cancel", summary="Cancel a run")
+async def cancel_run(request, thread_id: str, run_id: str, query: Query[CancelQuery]):
+    """Cancels a pending run at once, or stops a running one at its next super-step
+    boundary (its checkpoints are kept). With ``wait``, answers once the run has ended.
+    Returns the run. 409 when it has already ended."""
+    if query.action == "rollback":
+        raise ApiError(
+            422,
+            "Cancelling with rollback is not supported; a cancelled run keeps its "
+            "checkpoints (start a run with multitask_strategy rollback to discard them).",
+            "action",
+        )
+    run = await events.borrow(_cancel, request, thread_id, run_id)
+    if query.wait:
+        await events.wait_until_final(run.pk)
+    run = await events.borrow(lambda: Run.objects.select_related("thread").get(pk=run.pk))
+    return api.create_response(request, _run_json(run), status=200 if query.wait else 202)
+
+
+def _cancel(request, thread_id: str, run_id: str) -> Run:
+    return runs.cancel(_run(_thread(request, thread_id), run_id), requested_by=API_CALLER)
 
 
 api.add_router("/assistants", assistants)

@@ -8,8 +8,13 @@ LangGraph graph may use ``DjangoSaver`` with any thread id, whether or not the c
 knows the thread. ``Thread`` and ``Run`` are the console's own index of what it started.
 """
 
+from contextlib import nullcontext
+from typing import Any
+
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import models
+from django.db import IntegrityError, models, transaction
+from django.db.models import Max, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from durable.metadata import SortedKeysJSONEncoder
 
@@ -125,11 +130,26 @@ class Thread(models.Model):
 
 
 class Run(models.Model):
-    """One execution of a thread's graph by a worker.
+    """One execution of a thread's graph by a worker: ``pending → running → success |
+    error | interrupted | cancelled | timeout`` (``durable.runs`` moves it along).
 
-    ``input`` is the graph input for a ``start`` run; ``command`` is the ``Command``
-    arguments (``{"resume": ...}``) for a ``resume`` run. ``interrupts`` holds the
-    ``[{"id", "value"}]`` pending when the run stopped ``interrupted``.
+    What it runs, by ``kind``: ``start`` streams ``input``; ``resume`` streams
+    ``Command(resume=command["resume"])``; ``fork`` and ``replay`` stream ``None``
+    from ``checkpoint_id``. ``checkpoint_id`` is the checkpoint the run started from
+    (for start and resume, the thread's latest when a worker first took it);
+    ``forked_from`` is the checkpoint a fork (or an answer given again) branched off.
+    ``command`` of a fork records its update: ``{"update": values, "as_node": name}``.
+    ``interrupts`` holds the ``[{"id", "value"}]`` pending when the run stopped
+    ``interrupted``; ``error_type``, ``error_message`` and ``error_node`` describe an
+    ``error``.
+
+    Execution (``durable.runs.execute``): a worker claims the run by raising ``attempt``
+    and holding a lease (``worker``, ``lease_expires_at``) that it renews while it runs;
+    every write of that worker is fenced by ``attempt``, so a worker that lost its
+    lease can no longer change the row. ``stop_requested`` asks the worker to drain
+    (stop at the next super-step boundary): for a cancel, a newer run's ``interrupt`` or
+    ``rollback`` strategy, a ``timeout``, or the worker's own ``shutdown``;
+    ``stop_detail`` says, in words, why the run stopped.
     """
 
     class Status(models.TextChoices):
@@ -138,12 +158,50 @@ class Run(models.Model):
         SUCCESS = "success"
         ERROR = "error"
         INTERRUPTED = "interrupted"
+        CANCELLED = "cancelled"
+        TIMEOUT = "timeout"
 
     class Kind(models.TextChoices):
         START = "start"
         RESUME = "resume"
+        FORK = "fork"
+        REPLAY = "replay"
+
+    class Durability(models.TextChoices):
+        """LangGraph's ``durability`` argument of ``stream`` (``langgraph/types.py``,
+        ``Durability``): when a super-step's checkpoint is saved."""
+
+        SYNC = "sync"
+        ASYNC = "async"
+        EXIT = "exit"
+
+    class MultitaskStrategy(models.TextChoices):
+        """What a new run does to a thread's active run, as LangGraph's Agent Server
+        names it (``multitask_strategy``)."""
+
+        REJECT = "reject"
+        ENQUEUE = "enqueue"
+        INTERRUPT = "interrupt"
+        ROLLBACK = "rollback"
+
+    class Stop(models.TextChoices):
+        """Why a worker was asked to drain the run."""
+
+        NONE = "", "not requested"
+        CANCEL = "cancel"
+        INTERRUPT = "interrupt"
+        ROLLBACK = "rollback"
+        TIMEOUT = "timeout"
+        SHUTDOWN = "shutdown"
 
     ACTIVE = (Status.PENDING, Status.RUNNING)
+    FINAL = (
+        Status.SUCCESS,
+        Status.ERROR,
+        Status.INTERRUPTED,
+        Status.CANCELLED,
+        Status.TIMEOUT,
+    )
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
     graph = models.CharField(max_length=100)
@@ -153,15 +211,57 @@ class Run(models.Model):
     )
     input = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
     command = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    metadata = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
+    checkpoint_id = models.CharField(max_length=64, blank=True, default="")
+    forked_from = models.CharField(max_length=64, blank=True, default="")
+    durability = models.CharField(
+        max_length=8, choices=Durability.choices, default=Durability.ASYNC
+    )
+    multitask_strategy = models.CharField(
+        max_length=16, choices=MultitaskStrategy.choices, default=MultitaskStrategy.REJECT
+    )
+    # Who asked: a user name, an API client, or a process ("reaper"). Text rather than a
+    # foreign key, so the record outlives the account and names callers that are not users.
+    requested_by = models.CharField(max_length=150, blank=True, default="")
+    timeout_seconds = models.FloatField(null=True, blank=True)
     interrupts = models.JSONField(default=list, blank=True, encoder=DjangoJSONEncoder)
     error_type = models.CharField(max_length=200, blank=True, default="")
     error_message = models.TextField(blank=True, default="")
+    error_node = models.CharField(max_length=200, blank=True, default="")
+    stop_requested = models.CharField(
+        max_length=16, choices=Stop.choices, blank=True, default=Stop.NONE
+    )
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    stop_detail = models.TextField(blank=True, default="")
+    # The lease: which worker runs it, until when, and how many times it was claimed.
+    attempt = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=64, blank=True, default="")
+    dispatched_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            # One running run per thread, whatever races the claims run into.
+            models.UniqueConstraint(
+                fields=["thread"],
+                condition=models.Q(status="running"),
+                name="run_one_running_per_thread",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["thread", "status"], name="run_thread_status"),
+            # The reaper's scan: running runs by lease expiry.
+            models.Index(
+                fields=["lease_expires_at"],
+                name="run_running_lease",
+                condition=models.Q(status="running"),
+            ),
+        ]
 
     def __str__(self):
         return f"run {self.pk} ({self.kind}, {self.status})"
@@ -169,6 +269,66 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+
+class RunEventManager(models.Manager):
+    def append(self, run_id: int, event: str, data: Any = None, ns: str = "") -> None:
+        """Write the run's next event. Its ``seq`` (the run's highest + 1) is computed by
+        the INSERT itself, in one statement; a writer that raced another to the same
+        ``seq`` (the unique constraint refuses it) tries again. ``data`` must be JSON-safe
+        (``durable.values.jsonable``)."""
+        latest = (
+            self.filter(run_id=run_id)
+            .order_by()
+            .values("run_id")
+            .annotate(m=Max("seq"))
+            .values("m")
+        )
+        for attempt in range(5):
+            # A failed INSERT inside a transaction must not break the caller's.
+            guard = transaction.atomic() if transaction.get_connection().in_atomic_block else None
+            try:
+                with guard or nullcontext():
+                    self.create(
+                        run_id=run_id,
+                        seq=Coalesce(Subquery(latest), Value(0)) + 1,
+                        event=event,
+                        ns=ns,
+                        data=data,
+                    )
+                return
+            except IntegrityError:
+                if attempt == 4:
+                    raise
+
+
+class RunEvent(models.Model):
+    """One event of a run, numbered by ``seq`` (1, 2, ... per run, in the order written).
+
+    ``event`` is a LangGraph stream mode (``updates``, ``custom``, ``tasks``) with the
+    chunk as ``data`` (made JSON-safe by ``durable.values.jsonable``) and the subgraph
+    it came from as ``ns`` (``"node:task_id"`` parts joined by ``|``, ``""`` for the
+    graph itself); or ``lifecycle``, whose ``data`` holds the run's new ``status`` and
+    what happened (claimed by a worker, drained, re-enqueued, finished).
+    """
+
+    LIFECYCLE = "lifecycle"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    event = models.CharField(max_length=32)
+    ns = models.TextField(blank=True, default="")
+    data = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = RunEventManager()
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="run_event_seq")]
+
+    def __str__(self):
+        return f"run {self.run_id} event {self.seq} ({self.event})"
 
 
 class StoreItem(models.Model):

@@ -1,61 +1,110 @@
-"""The operations on threads: start a run, resume an interrupt, and execute a run.
+"""The operations on threads and runs. The console and the API call only these.
 
-The console and (later) the API call only these. Each request is validated before
-anything is written; a rejected request raises ``InvalidRequest`` naming the field and
-leaves no Run row and no checkpoint behind. Accepted requests write a ``pending`` Run
-in one transaction and enqueue ``durable.tasks.execute_run`` when it commits; a Celery
-worker then calls ``execute``.
+Requests: ``create_thread``, ``start``, ``resume``, ``fork``, ``replay``,
+``answer_again``, ``cancel``, ``delete_thread``. Reading: ``thread_state``, ``state_at``,
+``thread_history``, ``pending_interrupts``.
+
+Every request is validated before anything is written: a refused request raises
+``InvalidRequest`` naming the field at fault and leaves no Run row, no checkpoint and no
+changed status behind. An accepted request that runs the graph writes a ``pending`` Run in
+one transaction (a fork's ``update_state`` included) and enqueues
+``durable.tasks.execute_run`` when that transaction commits; a worker then executes it
+(``durable.worker``).
+
+One run at a time per thread; a request that finds an active run follows its
+``multitask_strategy`` (``reject``, ``enqueue``, ``interrupt``, ``rollback``, as LangGraph's
+Agent Server names them; see ``durable.scheduling``).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import math
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
-from langgraph.types import Command, StateSnapshot
+from langgraph.errors import InvalidUpdateError
+from langgraph.types import StateSnapshot
 
-from durable.checkpoint import check_thread_id
-from durable.graphs import UnknownGraph, get_graph
+from durable.checkpoint import DjangoSaver
+from durable.graphs import get_graph
 from durable.metadata import canonical
 from durable.models import Checkpoint, Run, Thread
-from durable.values import jsonable
+from durable.scheduling import (
+    active_runs,
+    end_pending,
+    lock_thread,
+    request_stop,
+    set_thread_status,
+    submit,
+)
+from durable.validation import (
+    COPY,
+    InvalidRequest,
+    actor,
+    check_input,
+    check_storable,
+    check_update,
+    checked_metadata,
+    checked_thread_id,
+    checkpoint_config,
+    compiled_graph,
+    resume_command,
+    run_options,
+)
 
-logger = logging.getLogger(__name__)
+__all__ = [
+    "InvalidRequest",
+    "ForkResult",
+    "check_storable",
+    "create_thread",
+    "start",
+    "resume",
+    "fork",
+    "replay",
+    "answer_again",
+    "cancel",
+    "delete_thread",
+    "config_for",
+    "thread_state",
+    "state_at",
+    "thread_history",
+    "pending_interrupts",
+]
 
-_THREAD_STATUS_AFTER = {
-    Run.Status.SUCCESS: Thread.Status.IDLE,
-    Run.Status.INTERRUPTED: Thread.Status.INTERRUPTED,
-    Run.Status.ERROR: Thread.Status.ERROR,
-}
 
+@dataclass(frozen=True)
+class ForkResult:
+    """What ``fork`` made: ``config`` of the new checkpoint (``{"configurable":
+    {"thread_id", "checkpoint_ns", "checkpoint_id"}}``) and, when asked to run, the
+    pending ``run`` (kind ``fork``) that continues from it."""
 
-class InvalidRequest(ValueError):
-    """A request that was refused before anything changed. ``field`` names the input at
-    fault (``"graph"``, ``"input"``, ``"resume"``, ``"answers"``, ``"thread"``)."""
+    config: dict
+    run: Run | None = None
 
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
-        self.message = message
+    @property
+    def checkpoint_id(self) -> str:
+        return self.config["configurable"]["checkpoint_id"]
 
 
 # -- reading a thread -------------------------------------------------------------
 
 
-def _config(thread: Thread) -> dict:
-    return {"configurable": {"thread_id": thread.thread_id}}
+def config_for(thread: Thread, checkpoint_id: str | None = None) -> dict:
+    """The LangGraph config of ``thread`` (its latest checkpoint), or of one of its
+    checkpoints in the root namespace."""
+    configurable = {"thread_id": thread.thread_id}
+    if checkpoint_id:
+        configurable.update(checkpoint_ns="", checkpoint_id=checkpoint_id)
+    return {"configurable": configurable}
 
 
 def _empty_state(thread: Thread) -> StateSnapshot:
     return StateSnapshot(
         values={},
         next=(),
-        config=_config(thread),
+        config=config_for(thread),
         metadata=None,
         created_at=None,
         parent_config=None,
@@ -66,28 +115,19 @@ def _empty_state(thread: Thread) -> StateSnapshot:
 
 def thread_state(thread: Thread, *, subgraphs: bool = False) -> StateSnapshot:
     """The thread's latest ``StateSnapshot`` (values, next, tasks, interrupts); with
-    ``subgraphs``, the state of each task's subgraph in ``task.state``. A thread that no
-    graph has run on yet (created bare through the API) has an empty snapshot."""
+    ``subgraphs``, each task's subgraph state in ``task.state``. A thread that no graph
+    has run on yet (created bare through the API) has an empty snapshot."""
     if not thread.graph:
         return _empty_state(thread)
-    return get_graph(thread.graph).get_state(_config(thread), subgraphs=subgraphs)
+    return get_graph(thread.graph).get_state(config_for(thread), subgraphs=subgraphs)
 
 
 def state_at(thread: Thread, checkpoint_id: str, *, subgraphs: bool = False) -> StateSnapshot:
-    """The ``StateSnapshot`` of ``thread`` at root checkpoint ``checkpoint_id``. Raises
-    ``InvalidRequest("checkpoint_id")`` when that is not one of the thread's checkpoints."""
-    if (
-        not thread.graph
-        or not Checkpoint.objects.filter(
-            thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id
-        ).exists()
-    ):
-        raise InvalidRequest(
-            "checkpoint_id",
-            f"Checkpoint {checkpoint_id!r} is not a checkpoint of thread {thread.thread_id!r}.",
-        )
-    config = {"configurable": {"thread_id": thread.thread_id, "checkpoint_id": checkpoint_id}}
-    return get_graph(thread.graph).get_state(config, subgraphs=subgraphs)
+    """The ``StateSnapshot`` at one of the thread's checkpoints (``subgraphs`` as for
+    ``thread_state``). Raises ``InvalidRequest("checkpoint_id")`` when the thread has no
+    such checkpoint."""
+    config = checkpoint_config(thread, checkpoint_id)
+    return _graph_of(thread).get_state(config, subgraphs=subgraphs)
 
 
 def thread_history(
@@ -98,57 +138,21 @@ def thread_history(
     filter: dict[str, Any] | None = None,
 ) -> list[StateSnapshot]:
     """The thread's checkpoints as ``StateSnapshot``s, newest first, at most ``limit``:
-    only those older than checkpoint id ``before``, and whose metadata has every
-    key/value of ``filter``."""
-    if not thread.graph:
-        return []
-    config = _config(thread)
+    only those older than its checkpoint ``before``, and whose metadata has every
+    key/value of ``filter``. Raises ``InvalidRequest("before")`` when ``before`` is not
+    one of the thread's checkpoints."""
     before_config = None
     if before is not None:
-        before_config = {"configurable": {**config["configurable"], "checkpoint_id": before}}
+        try:
+            before_config = checkpoint_config(thread, before)
+        except InvalidRequest as exc:
+            raise InvalidRequest("before", exc.message) from None
+    if not thread.graph:
+        return []
     history = get_graph(thread.graph).get_state_history(
-        config, limit=limit, before=before_config, filter=filter
+        config_for(thread), limit=limit, before=before_config, filter=filter
     )
     return list(history)
-
-
-def create_thread(
-    thread_id: str | None = None,
-    *,
-    graph: str | None = None,
-    metadata: dict[str, Any] | None = None,
-    if_exists: str = "raise",
-) -> tuple[Thread, bool]:
-    """A thread with no run yet: ``(thread, created)``. Without ``graph`` the thread is
-    bound to the graph of its first run. With ``if_exists="do_nothing"`` an existing
-    ``thread_id`` is returned unchanged; with ``"raise"`` it is refused. Raises
-    ``InvalidRequest`` naming ``thread_id``, ``graph`` or ``metadata``."""
-    if graph is not None:
-        try:
-            get_graph(graph)
-        except UnknownGraph as exc:
-            raise InvalidRequest("graph", str(exc)) from None
-    if metadata is not None and not isinstance(metadata, dict):
-        raise InvalidRequest("metadata", "metadata must be a JSON object.")
-    check_storable(metadata, "metadata")
-    if thread_id is None:
-        thread_id = str(uuid.uuid4())
-    elif not isinstance(thread_id, str) or not thread_id.strip():
-        raise InvalidRequest("thread_id", "thread_id must be a non-empty string.")
-    try:
-        thread_id = check_thread_id(thread_id)
-    except ValueError as exc:
-        raise InvalidRequest("thread_id", str(exc)) from None
-    check_storable(thread_id, "thread_id")
-    with transaction.atomic():
-        thread, created = Thread.objects.get_or_create(
-            thread_id=thread_id,
-            # Sorted keys: SQLite compares nested metadata as text (durable.metadata).
-            defaults={"graph": graph or "", "metadata": json.loads(canonical(metadata or {}))},
-        )
-    if not created and if_exists != "do_nothing":
-        raise InvalidRequest("thread_id", f"Thread {thread_id!r} already exists.")
-    return thread, created
 
 
 def pending_interrupts(thread: Thread) -> list:
@@ -160,24 +164,52 @@ def pending_interrupts(thread: Thread) -> list:
 # -- requests -----------------------------------------------------------------------
 
 
-def start(graph: str, input: Any, *, thread_id: str | None = None) -> Run:
-    """Start ``graph`` on a new thread (or on ``thread_id``) with ``input``, a JSON object
-    whose keys are the graph's input channels. Returns the pending Run."""
-    try:
-        compiled = get_graph(graph)
-    except UnknownGraph as exc:
-        raise InvalidRequest("graph", str(exc)) from None
-    _check_input(compiled, input)
+def create_thread(
+    graph: str | None, *, thread_id: str | None = None, metadata: dict | None = None
+) -> Thread:
+    """A new thread of ``graph`` with no run and no checkpoint yet; ``thread_id`` defaults
+    to a random UUID. With ``graph`` ``None`` the thread's first run binds it to a graph
+    (the Agent Server's bare ``POST /threads``). Raises ``InvalidRequest`` for an unknown
+    graph (``graph``), an id over 255 characters or already taken (``thread``), or
+    metadata that is not a JSON object (``metadata``)."""
+    if graph is not None:
+        compiled_graph(graph)
+    thread_id = checked_thread_id(thread_id) if thread_id is not None else str(uuid.uuid4())
+    # Sorted keys: SQLite compares nested metadata as text (durable.metadata).
+    metadata = json.loads(canonical(checked_metadata(metadata)))
+    with transaction.atomic():
+        if Thread.objects.filter(thread_id=thread_id).exists():
+            raise InvalidRequest("thread", f"Thread {thread_id!r} already exists.")
+        return Thread.objects.create(thread_id=thread_id, graph=graph or "", metadata=metadata)
+
+
+def start(
+    graph: str,
+    input: Any,
+    *,
+    thread_id: str | None = None,
+    metadata: dict | None = None,
+    durability: str = "async",
+    multitask_strategy: str = "reject",
+    requested_by: Any = None,
+) -> Run:
+    """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
+    channels) on a new thread, or on ``thread_id`` (created if it does not exist).
+
+    ``metadata`` (a JSON object) is kept on the Run and added to the metadata of every
+    checkpoint the run writes. ``durability`` is LangGraph's ``sync | async | exit``.
+    ``requested_by`` is a user (its username is kept) or a string naming the caller.
+    Returns the pending Run (kind ``start``)."""
+    compiled = compiled_graph(graph)
+    check_input(compiled, input)
+    options = run_options(metadata, durability, multitask_strategy, requested_by)
     if thread_id is not None:
-        try:
-            thread_id = check_thread_id(thread_id)
-        except ValueError as exc:
-            raise InvalidRequest("thread", str(exc)) from None
+        thread_id = checked_thread_id(thread_id)
     with transaction.atomic():
         thread, created = Thread.objects.get_or_create(
             thread_id=thread_id or str(uuid.uuid4()), defaults={"graph": graph}
         )
-        thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        thread = lock_thread(thread)
         if not thread.graph:  # created bare: its first run binds it to a graph
             thread.graph = graph
             thread.save(update_fields=["graph", "updated_at"])
@@ -185,150 +217,256 @@ def start(graph: str, input: Any, *, thread_id: str | None = None) -> Run:
             raise InvalidRequest(
                 "graph", f"Thread {thread.thread_id!r} runs graph {thread.graph!r}, not {graph!r}."
             )
-        return _enqueue(thread, kind=Run.Kind.START, input=input)
+        return submit(thread, kind=Run.Kind.START, input=input, **options)
 
 
-def resume(thread: Thread, value: Any = None, *, answers: dict[str, Any] | None = None) -> Run:
+def resume(
+    thread: Thread,
+    value: Any = None,
+    *,
+    answers: dict[str, Any] | None = None,
+    metadata: dict | None = None,
+    durability: str = "async",
+    multitask_strategy: str = "reject",
+    requested_by: Any = None,
+) -> Run:
     """Answer the thread's pending interrupt(s) with a ``resume`` run.
 
     Pass ``value`` when one interrupt is pending: the graph is resumed with
     ``Command(resume=value)``. Pass ``answers`` ``{interrupt_id: value}`` to answer
     several at once: ``Command(resume=answers)`` (LangGraph's resume map). Raises
-    ``InvalidRequest`` when nothing is pending, when an id is not pending, or when
-    several are pending and ``answers`` is not used.
-    """
-    pending = {i.id for i in pending_interrupts(thread)}
+    ``InvalidRequest`` when nothing is pending (``resume``), when an id is not pending
+    (``answers``), or when several are pending and ``answers`` is not used (``resume``).
+    Other arguments as for ``start``."""
+    pending = [i.id for i in pending_interrupts(thread)]
     if not pending:
         raise InvalidRequest(
             "resume", f"Thread {thread.thread_id!r} has no pending interrupt to resume."
         )
-    if answers is not None:
-        if not isinstance(answers, dict) or not answers:
-            raise InvalidRequest("answers", "answers must map interrupt ids to values.")
-        if unknown := sorted(set(answers) - pending):
-            raise InvalidRequest("answers", f"Not pending on this thread: {', '.join(unknown)}.")
-        check_storable(answers, "answers")
-        command = {"resume": answers}
-    elif len(pending) > 1:
-        raise InvalidRequest(
-            "resume",
-            f"{len(pending)} interrupts are pending; answer each by its interrupt id.",
-        )
-    else:
-        check_storable(value, "resume")
-        command = {"resume": value}
+    command = resume_command(pending, value, answers)
+    options = run_options(metadata, durability, multitask_strategy, requested_by)
     with transaction.atomic():
-        thread = Thread.objects.select_for_update().get(pk=thread.pk)
-        return _enqueue(thread, kind=Run.Kind.RESUME, command=command)
+        return submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
 
 
-def _check_input(compiled, input: Any) -> None:
-    if not isinstance(input, dict):
-        raise InvalidRequest("input", "input must be a JSON object.")
-    check_storable(input, "input")
-    # The input schema's keys (the state's, unless the graph declares ``input_schema``),
-    # read from the builder rather than a JSON schema, which not every type can produce.
-    allowed = set(compiled.builder.schemas[compiled.builder.input_schema])
-    if unknown := sorted(set(input) - allowed):
+def fork(
+    thread: Thread,
+    checkpoint_id: str,
+    values: dict | None,
+    *,
+    as_node: str | None = None,
+    run: bool = False,
+    metadata: dict | None = None,
+    durability: str = "async",
+    multitask_strategy: str = "reject",
+    requested_by: Any = None,
+) -> ForkResult:
+    """Branch the thread at ``checkpoint_id``: ``graph.update_state(<that checkpoint's
+    config>, values, as_node=as_node)`` appends a new checkpoint whose parent is that
+    one (history is never edited; reducers apply), then, with ``run=True``, a ``fork``
+    run continues from the new checkpoint.
+
+    ``as_node`` is the node the update counts as, and so decides what runs next;
+    ``None`` lets LangGraph infer the last node that wrote. Besides the graph's nodes,
+    LangGraph's ``update_state`` (``langgraph/pregel/main.py``) accepts ``"__copy__"``
+    (copy the checkpoint as it is, no values), ``"__input__"`` (the values are graph
+    input) and ``"__end__"`` (no values: clear the next tasks). ``values`` is a JSON
+    object of state keys, or ``None``.
+
+    Without a run the thread must have no active run (the update would race the run's
+    own writes): ``InvalidRequest("thread")``. With a run, ``multitask_strategy``
+    decides, except that ``rollback`` cannot fork from a checkpoint of the run it
+    deletes. Other errors: ``checkpoint_id`` (not the thread's), ``as_node``,
+    ``values``, and those of ``start``. The update and the Run are written in one
+    transaction: a refused request leaves no checkpoint behind."""
+    base = checkpoint_config(thread, checkpoint_id)
+    compiled = _graph_of(thread)
+    check_update(compiled, values, as_node)
+    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        if not run:
+            _refuse_if_busy(thread, "fork without a run")
+        else:
+            _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
+        config = _update_state(compiled, base, values, as_node)
+        if not run:
+            set_thread_status(thread, Thread.Status.IDLE)
+            return ForkResult(config)
+        created = submit(
+            thread,
+            kind=Run.Kind.FORK,
+            command={"update": values, "as_node": as_node},
+            checkpoint_id=config["configurable"]["checkpoint_id"],
+            forked_from=checkpoint_id,
+            **options,
+        )
+        return ForkResult(config, created)
+
+
+def replay(
+    thread: Thread,
+    checkpoint_id: str,
+    *,
+    metadata: dict | None = None,
+    durability: str = "async",
+    multitask_strategy: str = "reject",
+    requested_by: Any = None,
+) -> Run:
+    """Run the thread again from one of its checkpoints: a ``replay`` run streams input
+    ``None`` with that checkpoint's config, so everything after it executes again (LLM
+    calls, tools, and interrupts, which fire again). Raises
+    ``InvalidRequest("checkpoint_id")`` for a checkpoint that is not the thread's; other
+    errors as for ``start``."""
+    checkpoint_config(thread, checkpoint_id)
+    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
+        return submit(thread, kind=Run.Kind.REPLAY, checkpoint_id=checkpoint_id, **options)
+
+
+def answer_again(
+    thread: Thread,
+    checkpoint_id: str,
+    value: Any = None,
+    *,
+    answers: dict[str, Any] | None = None,
+    metadata: dict | None = None,
+    durability: str = "async",
+    multitask_strategy: str = "reject",
+    requested_by: Any = None,
+) -> Run:
+    """Answer, differently, an interrupt that was already answered: fork at the
+    interrupted checkpoint, then resume the fork, so the old branch stays as it was.
+
+    ``checkpoint_id`` is the checkpoint where the interrupt(s) were pending; ``value``
+    or ``answers`` (keyed by the ids the interrupts had there) as for ``resume``. The
+    fork is ``update_state(config, None, as_node="__copy__")``: a copy of that
+    checkpoint without its pending writes (so the interrupted nodes run again) that
+    keeps its next tasks. A plain ``update_state(config, None)`` has LangGraph infer the
+    node the update comes from, which fails when parallel nodes wrote last ("Ambiguous
+    update"). The copied tasks get new ids, so their interrupts do too: given
+    ``answers``, the worker first lets the interrupts fire again, then resumes each with
+    the answer to its counterpart (same node, same place). Returns the pending Run
+    (kind ``resume``, ``forked_from`` = ``checkpoint_id``). Errors: ``checkpoint_id``
+    (not the thread's, or no interrupt there), ``resume``, ``answers``, and those of
+    ``fork``."""
+    base = checkpoint_config(thread, checkpoint_id)
+    compiled = _graph_of(thread)
+    pending = [i.id for i in compiled.get_state(base).interrupts]
+    if not pending:
         raise InvalidRequest(
-            "input",
-            f"Unknown input key(s): {', '.join(unknown)}. "
-            f"The graph takes: {', '.join(sorted(allowed))}.",
+            "checkpoint_id", f"Checkpoint {checkpoint_id!r} has no interrupt to answer."
+        )
+    command = resume_command(pending, value, answers)
+    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
+        config = _update_state(compiled, base, None, COPY)
+        return submit(
+            thread,
+            kind=Run.Kind.RESUME,
+            command=command,
+            checkpoint_id=config["configurable"]["checkpoint_id"],
+            forked_from=checkpoint_id,
+            **options,
         )
 
 
-MAX_JSON_DEPTH = 100
+def cancel(run: Run, *, requested_by: Any = None) -> Run:
+    """Cancel ``run``. A pending run ends ``cancelled`` at once (its Celery task is
+    revoked, and a worker that still receives it skips it); a running one is asked to
+    stop at its next super-step boundary (``RunControl.request_drain``, see
+    ``durable.worker``), keeping the checkpoints it wrote, and ends ``cancelled`` when
+    its worker gets there, or is stopped hard after ``DURABLE_STOP_GRACE_SECONDS``.
+    Returns the run as it now stands. Raises ``InvalidRequest("run")`` for a run that
+    already ended."""
+    who = actor(requested_by)
+    detail = f"cancelled by {who}" if who else "cancelled"
+    with transaction.atomic():
+        lock_thread(run.thread)
+        current = Run.objects.get(pk=run.pk)
+        if current.status not in Run.ACTIVE:
+            raise InvalidRequest("run", f"Run {run.pk} already ended ({current.status}).")
+        if current.status == Run.Status.PENDING:
+            end_pending(current, Run.Status.CANCELLED, detail)
+        else:
+            request_stop(current.pk, Run.Stop.CANCEL, detail)
+    return Run.objects.get(pk=run.pk)
 
 
-def check_storable(value: Any, field: str) -> None:
-    """Refuse a value that cannot be kept as JSON on a Run in every supported database:
-    NaN and infinities (not JSON), NUL characters (PostgreSQL's jsonb rejects
-    ``\\u0000``), non-JSON types, and nesting deeper than ``MAX_JSON_DEPTH`` (SQLite's
-    JSON functions stop at 1,000). Raises ``InvalidRequest(field)``."""
-    if problem := _json_problem(value, 0):
-        raise InvalidRequest(field, f"{field} {problem}.")
+def delete_thread(thread: Thread) -> None:
+    """Delete the thread, its runs and their events, and every checkpoint, blob and
+    write it has in any namespace (``DjangoSaver.delete_thread``), in one transaction.
+    Raises ``InvalidRequest("thread")`` while a run is running: its worker would go on
+    writing checkpoints; cancel it first. Pending runs are deleted with the thread."""
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        if thread.runs.filter(status=Run.Status.RUNNING).exists():
+            raise InvalidRequest(
+                "thread", f"Thread {thread.thread_id!r} has a running run; cancel it first."
+            )
+        # The saver writes on this thread's connection, so this joins the transaction.
+        saver = get_graph(thread.graph).checkpointer if thread.graph else DjangoSaver()
+        saver.delete_thread(thread.thread_id)
+        thread.delete()
 
 
-def _json_problem(value: Any, depth: int) -> str | None:
-    if depth > MAX_JSON_DEPTH:
-        return f"is nested more than {MAX_JSON_DEPTH} levels deep"
-    if value is None or isinstance(value, (bool, int)):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else "holds NaN or Infinity, which JSON cannot store"
-    if isinstance(value, str):
-        if "\x00" in value:
-            return "holds a NUL character (\\u0000), which cannot be stored"
-        return None
-    if isinstance(value, dict):
-        children = [*value.keys(), *value.values()]
-    elif isinstance(value, list):
-        children = value
-    else:
-        return f"holds a {type(value).__name__}, which is not JSON"
-    return next(filter(None, (_json_problem(v, depth + 1) for v in children)), None)
+# -- helpers ----------------------------------------------------------------------------
 
 
-def _enqueue(thread: Thread, **fields) -> Run:
-    """Inside the caller's transaction, with ``thread`` locked: refuse a second active
-    run, write the pending Run, mark the thread busy, and enqueue on commit."""
-    if thread.runs.filter(status__in=Run.ACTIVE).exists():
-        raise InvalidRequest("thread", f"Thread {thread.thread_id!r} already has an active run.")
-    run = Run.objects.create(thread=thread, graph=thread.graph, **fields)
-    thread.status = Thread.Status.BUSY
-    thread.save(update_fields=["status", "updated_at"])
-    transaction.on_commit(lambda: _send(run.pk))
-    return run
+def _graph_of(thread: Thread):
+    """The compiled graph of ``thread``; a bare thread has none until its first run."""
+    if not thread.graph:
+        raise InvalidRequest(
+            "thread", f"Thread {thread.thread_id!r} has no graph yet: start a run on it first."
+        )
+    return get_graph(thread.graph)
 
 
-def _send(run_id: int) -> None:
-    from durable.tasks import execute_run  # tasks imports this module
+def _refuse_if_busy(thread: Thread, what: str) -> None:
+    if active := active_runs(thread):
+        raise InvalidRequest(
+            "thread",
+            f"Thread {thread.thread_id!r} has an active run (run {active[0].pk}, "
+            f"{active[0].status}); a {what} must wait until it ends.",
+        )
 
-    execute_run.delay(run_id)
+
+def _check_rollback_base(thread: Thread, checkpoint_id: str, strategy: str) -> None:
+    """A rollback deletes the active runs' checkpoints: a run cannot start from one."""
+    if strategy != Run.MultitaskStrategy.ROLLBACK:
+        return
+    doomed = [str(r.pk) for r in active_runs(thread)]
+    written_by = (
+        Checkpoint.objects.filter(
+            thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id
+        )
+        .values_list("metadata", flat=True)
+        .first()
+        or {}
+    ).get("run_id")
+    if written_by in doomed:
+        raise InvalidRequest(
+            "multitask_strategy",
+            f"Checkpoint {checkpoint_id!r} was written by run {written_by}, which a "
+            "rollback would delete; use interrupt or enqueue.",
+        )
 
 
-# -- execution (in a worker) ----------------------------------------------------------
-
-
-def execute(run_id: int) -> str:
-    """Claim pending run ``run_id``, stream its graph to the end or to an interrupt, and
-    record the outcome on the Run and its Thread. Returns the run's final status; a run
-    that is not pending (already claimed or finished) is left alone, and a run that no
-    longer exists returns ``"missing"``."""
-    claimed = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
-        status=Run.Status.RUNNING, started_at=timezone.now()
-    )
-    run = Run.objects.select_related("thread").filter(pk=run_id).first()
-    if run is None:  # its thread was deleted before a worker got to it
-        logger.warning("run %s no longer exists", run_id)
-        return "missing"
-    if not claimed:
-        return run.status
-    config = {
-        "configurable": {"thread_id": run.thread.thread_id},
-        "metadata": {"run_id": str(run.pk)},
-    }
-    graph = get_graph(run.graph)
+def _update_state(compiled, base: dict, values: Any, as_node: str | None) -> dict:
+    """``update_state`` in the caller's transaction (it calls the saver on this thread's
+    connection), its refusals as ``InvalidRequest``."""
     try:
-        payload = Command(**run.command) if run.kind == Run.Kind.RESUME else run.input
-        for _ in graph.stream(payload, config, stream_mode="updates"):
-            pass
-        snapshot = graph.get_state(config)
-    except Exception as exc:
-        logger.exception("run %s failed", run.pk)
-        run.error_type = type(exc).__name__
-        run.error_message = str(exc)
-        return _finish(run, Run.Status.ERROR)
-    run.interrupts = [{"id": i.id, "value": jsonable(i.value)} for i in snapshot.interrupts]
-    return _finish(run, Run.Status.INTERRUPTED if run.interrupts else Run.Status.SUCCESS)
-
-
-def _finish(run: Run, status: str) -> str:
-    run.status = status
-    run.ended_at = timezone.now()
-    with transaction.atomic():
-        run.save()
-        Thread.objects.filter(pk=run.thread_id).update(
-            status=_THREAD_STATUS_AFTER[status], updated_at=run.ended_at
-        )
-    return status
+        return compiled.update_state(base, values, as_node=as_node)
+    except InvalidUpdateError as exc:
+        message = str(exc).split("\n")[0]
+        field = "as_node" if "as_node" in message or "Node " in message else "values"
+        if "Ambiguous update" in message:
+            message = (
+                "LangGraph cannot tell which node this update comes from (several "
+                "wrote last); name one with as_node."
+            )
+        raise InvalidRequest(field, message) from None

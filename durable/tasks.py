@@ -1,11 +1,42 @@
-"""Celery tasks. The work itself lives in ``durable.runs``."""
+"""Celery tasks and worker signals. The work itself lives in ``durable.worker``."""
+
+import threading
 
 from celery import shared_task
+from celery.signals import worker_process_init, worker_shutting_down
 
-from durable import runs
+from durable import worker
 
 
-@shared_task(name="durable.execute_run")
-def execute_run(run_id: int) -> str:
-    """Execute run ``run_id`` in this worker; returns the run's final status."""
-    return runs.execute(run_id)
+@shared_task(name="durable.execute_run", bind=True)
+def execute_run(self, run_id: int) -> str:
+    """Execute run ``run_id`` in this worker; returns the run's status afterwards."""
+    return worker.execute(run_id, worker=self.request.hostname or "")
+
+
+@shared_task(name="durable.reap_stale_runs")
+def reap_stale_runs() -> dict:
+    """Requeue or settle runs whose worker stopped renewing its lease; re-send runs whose
+    message was lost (``durable.worker.reap``). Scheduled by Celery beat."""
+    return worker.reap()
+
+
+@worker_process_init.connect
+def _in_pool_process(**kwargs):
+    worker.mark_pool_child()
+
+
+@worker_shutting_down.connect
+def _drain_runs(sender=None, **kwargs):
+    """Warm shutdown (SIGTERM, SIGINT) in the worker's main process: ask this worker's
+    runs to drain. A thread, because this is called from the signal handler, where
+    blocking on the database could interrupt Celery's own code mid-statement."""
+    from django.db import connections
+
+    def drain():
+        try:
+            worker.drain_worker(sender)
+        finally:
+            connections.close_all()
+
+    threading.Thread(target=drain, name="drain-on-shutdown").start()

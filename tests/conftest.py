@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -58,6 +59,17 @@ def _database_url() -> str:
     return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
 
 
+# The run engine's timings in the test workers (seconds): short, so that a killed
+# worker's run is picked up again within a few seconds (dashboard/settings.py).
+ENGINE_TIMINGS = {
+    "DURABLE_RUN_LEASE_SECONDS": "3",
+    "DURABLE_HEARTBEAT_SECONDS": "0.5",
+    "DURABLE_REAPER_INTERVAL_SECONDS": "1",
+    "DURABLE_STOP_GRACE_SECONDS": "3",
+    "DURABLE_REDISPATCH_SECONDS": "30",
+}
+
+
 def worker_env() -> dict:
     env = dict(os.environ)
     env.update(
@@ -67,6 +79,7 @@ def worker_env() -> dict:
         PYTHONUNBUFFERED="1",
         # libpq names every PostgreSQL connection of the worker, so tests can count them.
         PGAPPNAME=WORKER_APPLICATION_NAME,
+        **ENGINE_TIMINGS,
     )
     return env
 
@@ -83,9 +96,20 @@ def celery_broker():
 
 
 class WorkerProcess:
-    def __init__(self, log_path: Path):
+    """``celery -A dashboard worker`` with the prefork pool, as ``make run`` starts it,
+    with Celery beat embedded (``-B``) so that it runs the reaper. It leads its own
+    process group, so ``kill()`` takes its pool processes down with it, as a lost
+    machine would."""
+
+    def __init__(self, log_path: Path, name: str = "test", concurrency: int = 2):
         self.log_path = log_path
+        self.name = name
+        self.concurrency = concurrency
         self.proc: subprocess.Popen | None = None
+
+    @property
+    def hostname(self) -> str:
+        return f"{self.name}-{os.getpid()}@{socket.gethostname()}"
 
     def start(self):
         self.log_path.write_text("")
@@ -99,16 +123,19 @@ class WorkerProcess:
                 "dashboard",
                 "worker",
                 "--loglevel=INFO",
-                "--concurrency=2",
+                f"--concurrency={self.concurrency}",
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",
-                f"--hostname=test-{os.getpid()}@%h",
+                f"--hostname={self.hostname}",
+                "--beat",
+                f"--schedule={settings.VAR_DIR / f'celerybeat-{self.name}'}",
             ],
             cwd=ROOT,
             env=worker_env(),
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         wait_for(lambda: "ready." in self.log(), timeout=60, message="the worker to be ready")
         return self
@@ -116,15 +143,27 @@ class WorkerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def terminate(self):
+        """SIGTERM to the worker's main process only, as ``kill PID`` or a process
+        manager that signals the main process does: a warm shutdown."""
+        self.proc.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        """SIGKILL to the worker and its pool and beat processes: nothing runs on."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self._log.close()
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.terminate()
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
-        self._log.close()
+        if not self._log.closed:
+            self._log.close()
 
 
 @pytest.fixture(scope="session")

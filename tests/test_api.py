@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the table of refused requests reads best one request a line)
 """The HTTP API through the official ``langgraph-sdk`` client, against the console served
 by uvicorn (``web``) with a real Celery worker."""
 
@@ -160,7 +161,11 @@ def test_a_failed_run_reports_its_error(client, worker):
     assert out["__error__"]["error"] == "IndexError"
     [failed, *_] = client.runs.list(thread_id)
     assert failed["status"] == "error"
-    assert failed["error"] == {"error": "IndexError", "message": "list index out of range"}
+    assert failed["error"] == {
+        "error": "IndexError",
+        "message": "list index out of range",
+        "node": "request_approval",
+    }
 
 
 def test_state_at_a_checkpoint_and_history(client, worker):
@@ -208,23 +213,31 @@ def arranged(web):
     from durable.graphs import get_graph
 
     graph = get_graph("expense_approval")
-    runs.create_thread("t1", graph="expense_approval")
+    runs.create_thread("expense_approval", thread_id="t1")
     graph.invoke(EXPENSE, {"configurable": {"thread_id": "t1"}})
-    runs.create_thread("bare")
+    runs.create_thread(None, thread_id="bare")
     graph.invoke(EXPENSE, {"configurable": {"thread_id": "elsewhere"}})
     foreign = graph.get_state({"configurable": {"thread_id": "elsewhere"}}).config
-    return {"url": f"{web.url}/api", "foreign": foreign["configurable"]["checkpoint_id"]}
+    latest = graph.get_state({"configurable": {"thread_id": "t1"}}).config
+    return {
+        "url": f"{web.url}/api",
+        "foreign": foreign["configurable"]["checkpoint_id"],
+        "latest": latest["configurable"]["checkpoint_id"],
+    }
 
 
 RUN = {"assistant_id": "expense_approval"}
+ON_T1 = "/threads/t1"
+# (method, path, body, status, field, part of the message)
+# fmt: off
 BAD_REQUESTS = [
-    # (method, path, body, status, field, message)
     ("POST", "/threads", '{"thread_id": ', 400, "body", "not valid JSON"),
     ("POST", "/threads", "[" * 50_000 + "]" * 50_000, 400, "body", "nested too deeply"),
     ("POST", "/threads", "[1, 2]", 422, "body", "valid dictionary"),
     ("POST", "/threads", {"thread_id": 7}, 422, "thread_id", "valid string"),
-    ("POST", "/threads", {"thread_id": "x" * 256}, 422, "thread_id", "the limit is 255"),
-    ("POST", "/threads", {"thread_id": " "}, 422, "thread_id", "non-empty"),
+    ("POST", "/threads", {"thread_id": "x" * 256}, 422, "thread_id", "at most 255 characters"),
+    ("POST", "/threads", {"thread_id": ""}, 422, "thread_id", "at least 1 character"),
+    ("POST", "/threads", {"thread_id": "a\u0000b"}, 422, "thread_id", "NUL character"),
     ("POST", "/threads", {"metadata": {"a": "\u0000"}}, 422, "metadata", "NUL character"),
     ("POST", "/threads", {"metadata": {"graph_id": "nope"}}, 404, "graph_id", "not registered"),
     ("POST", "/threads", {"supersteps": []}, 422, "supersteps", "not supported"),
@@ -233,126 +246,52 @@ BAD_REQUESTS = [
     ("POST", "/threads/search", {"limit": 0}, 422, "limit", "greater than or equal to 1"),
     ("POST", "/threads/search", {"status": "asleep"}, 422, "status", "'idle'"),
     ("GET", "/threads/nope", None, 404, "thread_id", "Thread 'nope' not found"),
+    ("GET", "/threads/a%00b", None, 404, "thread_id", "not found"),
+    ("DELETE", "/threads/nope", None, 404, "thread_id", "not found"),
     ("GET", "/threads/nope/state", None, 404, "thread_id", "not found"),
-    ("GET", "/threads/t1/state/nope", None, 404, "checkpoint_id", "not a checkpoint of thread"),
-    ("GET", "/threads/t1/state/{foreign}", None, 404, "checkpoint_id", "not a checkpoint"),
-    ("GET", "/threads/t1/state?subgraphs=perhaps", None, 422, "subgraphs", "valid boolean"),
-    (
-        "POST",
-        "/threads/t1/state/checkpoint",
-        {"checkpoint": {}},
-        422,
-        "checkpoint.checkpoint_id",
-        "required",
-    ),
-    ("POST", "/threads/t1/history", {"limit": 0}, 422, "limit", "greater than or equal"),
-    ("POST", "/threads/t1/history", {"before": "{foreign}"}, 404, "before", "not a checkpoint"),
-    ("POST", "/threads/t1/history", {"metadata": "source"}, 422, "metadata", "valid dictionary"),
-    ("POST", "/threads/t1/runs", {"input": {}}, 422, "assistant_id", "Field required"),
-    (
-        "POST",
-        "/threads/t1/runs",
-        {"assistant_id": "nope", "input": {}},
-        404,
-        "assistant_id",
-        "not found",
-    ),
-    ("POST", "/threads/t1/runs", {**RUN, "input": [1]}, 422, "input", "must be a JSON object"),
-    (
-        "POST",
-        "/threads/t1/runs",
-        {**RUN, "input": {"salary": 1}},
-        422,
-        "input",
-        "Unknown input key(s): salary",
-    ),
-    (
-        "POST",
-        "/threads/t1/runs",
-        '{"assistant_id": "expense_approval", "input": {"amount": NaN}}',
-        422,
-        "input",
-        "NaN",
-    ),
-    ("POST", "/threads/t1/runs", RUN, 422, "input", "needs an input"),
-    (
-        "POST",
-        "/threads/t1/runs",
-        {**RUN, "input": {}, "command": {"resume": 1}},
-        422,
-        "input",
-        "either input or command",
-    ),
-    (
-        "POST",
-        "/threads/t1/runs",
-        {**RUN, "command": {"goto": "pay"}},
-        422,
-        "command.goto",
-        "not supported",
-    ),
-    (
-        "POST",
-        "/threads/t1/runs",
-        {**RUN, "input": {}, "config": {}},
-        422,
-        "config",
-        "not supported",
-    ),
-    (
-        "POST",
-        "/threads/t1/runs",
-        {**RUN, "input": {}, "stream_mode": "messages"},
-        422,
-        "stream_mode",
-        "messages",
-    ),
-    (
-        "POST",
-        "/threads/t1/runs",
-        {**RUN, "input": {}, "durability": "forever"},
-        422,
-        "durability",
-        "'sync'",
-    ),
-    (
-        "POST",
-        "/threads/t1/runs",
-        {**RUN, "input": {}, "multitask_strategy": "x"},
-        422,
-        "multitask_strategy",
-        "'reject'",
-    ),
-    (
-        "POST",
-        "/threads/t1/runs",
-        {"assistant_id": "parallel_review", "input": {}},
-        422,
-        "assistant_id",
-        "runs graph 'expense_approval'",
-    ),
+    ("GET", f"{ON_T1}/state/nope", None, 422, "checkpoint_id", "has no checkpoint 'nope'"),
+    ("GET", f"{ON_T1}/state/{{foreign}}", None, 422, "checkpoint_id", "has no checkpoint"),
+    ("GET", f"{ON_T1}/state?subgraphs=perhaps", None, 422, "subgraphs", "valid boolean"),
+    ("POST", f"{ON_T1}/state/checkpoint", {"checkpoint": {}}, 422, "checkpoint.checkpoint_id", "must be a checkpoint id"),
+    ("POST", f"{ON_T1}/state", {"values": {"status": "paid"}, "as_node": "nowhere"}, 422, "as_node", "Unknown node 'nowhere'"),
+    ("POST", f"{ON_T1}/state", {"values": {"salary": 1}}, 422, "values", "Unknown state key(s): salary"),
+    ("POST", f"{ON_T1}/state", {"values": [1]}, 422, "values", "valid dictionary"),
+    ("POST", f"{ON_T1}/state", {"values": {}, "checkpoint_id": "{foreign}"}, 422, "checkpoint_id", "has no checkpoint"),
+    ("POST", f"{ON_T1}/state", {"values": {}, "checkpoint": {"checkpoint_id": "x"}}, 422, "checkpoint.checkpoint_id", "has no checkpoint"),
+    ("POST", "/threads/bare/state", {"values": {}}, 409, "checkpoint", "no checkpoint to update"),
+    ("POST", f"{ON_T1}/history", {"limit": 0}, 422, "limit", "greater than or equal"),
+    ("POST", f"{ON_T1}/history", {"before": "{foreign}"}, 422, "before", "has no checkpoint"),
+    ("POST", f"{ON_T1}/history", {"metadata": "source"}, 422, "metadata", "valid dictionary"),
+    ("POST", f"{ON_T1}/runs", {"input": {}}, 422, "assistant_id", "Field required"),
+    ("POST", f"{ON_T1}/runs", {"assistant_id": "nope", "input": {}}, 404, "assistant_id", "not found"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "input": [1]}, 422, "input", "must be a JSON object"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "input": {"salary": 1}}, 422, "input", "Unknown input key(s): salary"),
+    ("POST", f"{ON_T1}/runs", '{"assistant_id": "expense_approval", "input": {"amount": NaN}}', 422, "input", "NaN"),
+    ("POST", f"{ON_T1}/runs", RUN, 422, "input", "needs an input"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "command": {"resume": 1}}, 422, "input", "either input or command"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "command": {"goto": "pay"}}, 422, "command.goto", "not supported"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "config": {}}, 422, "config", "not supported"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "stream_mode": "messages"}, 422, "stream_mode", "messages"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "durability": "forever"}, 422, "durability", "'sync'"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "multitask_strategy": "x"}, 422, "multitask_strategy", "'reject'"),
+    ("POST", f"{ON_T1}/runs", '{"assistant_id": "expense_approval", "input": {}, "metadata": {"x": Infinity}}', 422, "metadata", "NaN or Infinity"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "checkpoint_id": "{foreign}"}, 422, "checkpoint_id", "has no checkpoint"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "checkpoint_id": "{latest}"}, 422, "input", "takes no input"),
+    ("POST", f"{ON_T1}/runs", {"assistant_id": "parallel_review", "input": {}}, 422, "assistant_id", "runs graph 'expense_approval'"),
     ("POST", "/threads/nope/runs", {**RUN, "input": {}}, 404, "thread_id", "not found"),
-    (
-        "POST",
-        "/threads/bare/runs",
-        {**RUN, "command": {"resume": 1}},
-        422,
-        "resume",
-        "no pending interrupt",
-    ),
-    (
-        "POST",
-        "/threads/t1/runs/wait",
-        {**RUN, "input": {"salary": 1}},
-        422,
-        "input",
-        "Unknown input key",
-    ),
-    ("GET", "/threads/t1/runs?limit=x", None, 422, "limit", "valid integer"),
-    ("GET", "/threads/t1/runs/abc", None, 404, "run_id", "Run 'abc' not found"),
-    ("GET", "/threads/t1/runs/999999", None, 404, "run_id", "not found"),
-    ("GET", "/threads/t1/runs/999999/join", None, 404, "run_id", "not found"),
+    ("POST", "/threads/bare/runs", {**RUN, "command": {"resume": 1}}, 422, "command.resume", "no pending interrupt"),
+    ("POST", f"{ON_T1}/runs/wait", {**RUN, "input": {"salary": 1}}, 422, "input", "Unknown input key"),
+    ("POST", f"{ON_T1}/runs/stream", {**RUN, "input": {"salary": 1}}, 422, "input", "Unknown input key"),
+    ("GET", f"{ON_T1}/runs?limit=x", None, 422, "limit", "valid integer"),
+    ("GET", f"{ON_T1}/runs/abc", None, 404, "run_id", "Run 'abc' not found"),
+    ("GET", f"{ON_T1}/runs/999999", None, 404, "run_id", "not found"),
+    ("GET", f"{ON_T1}/runs/999999/join", None, 404, "run_id", "not found"),
+    ("GET", f"{ON_T1}/runs/999999/stream", None, 404, "run_id", "not found"),
+    ("GET", f"{ON_T1}/runs/999999/stream?stream_mode=debug", None, 422, "stream_mode", "debug"),
+    ("POST", f"{ON_T1}/runs/999999/cancel", None, 404, "run_id", "not found"),
+    ("POST", f"{ON_T1}/runs/999999/cancel?action=rollback", None, 422, "action", "not supported"),
 ]
+# fmt: on
 
 
 @pytest.mark.parametrize(("method", "path", "body", "status", "field", "message"), BAD_REQUESTS)
@@ -361,9 +300,8 @@ def test_bad_requests_name_the_field_and_change_nothing(
 ):
     before = counts(), list(Checkpoint.objects.values_list("checkpoint_id", flat=True))
     path = path.replace("{foreign}", arranged["foreign"])
-    body = body.replace("{foreign}", arranged["foreign"]) if isinstance(body, str) else body
     if isinstance(body, dict):
-        body = {k: arranged["foreign"] if v == "{foreign}" else v for k, v in body.items()}
+        body = {k: arranged.get(str(v).strip("{}"), v) for k, v in body.items()}
     content = (
         body
         if isinstance(body, str) or body is None

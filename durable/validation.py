@@ -1,0 +1,213 @@
+"""Checking a request before anything is written.
+
+Each check raises ``InvalidRequest(field, message)``: ``field`` names the input at fault,
+``message`` says in words what is wrong and what would be right.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from langgraph.constants import END
+
+from durable.checkpoint import check_thread_id
+from durable.graphs import UnknownGraph, get_graph
+from durable.models import Checkpoint, Run, Thread
+
+DURABILITIES = tuple(Run.Durability.values)
+MULTITASK_STRATEGIES = tuple(Run.MultitaskStrategy.values)
+# update_state's own meanings of as_node (langgraph/pregel/main.py, bulk_update_state):
+# "__copy__" copies the checkpoint as it is, "__input__" applies the values as graph
+# input, and END ("__end__") with no values clears the next tasks.
+COPY, INPUT = "__copy__", "__input__"
+CHECKPOINT_ID_MAX_LENGTH = 64
+REQUESTED_BY_MAX_LENGTH = 150
+MAX_JSON_DEPTH = 100
+
+
+class InvalidRequest(ValueError):
+    """A request that was refused before anything changed. ``field`` names the input at
+    fault: ``graph``, ``thread``, ``input``, ``resume``, ``answers``, ``checkpoint_id``,
+    ``values``, ``as_node``, ``metadata``, ``durability``, ``multitask_strategy``,
+    ``requested_by`` or ``run``; ``message`` says what is wrong in words."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def compiled_graph(graph: str):
+    try:
+        return get_graph(graph)
+    except UnknownGraph as exc:
+        raise InvalidRequest("graph", str(exc)) from None
+
+
+def checked_thread_id(thread_id: Any) -> str:
+    try:
+        return check_thread_id(thread_id)
+    except ValueError as exc:
+        raise InvalidRequest("thread", str(exc)) from None
+
+
+def check_input(compiled, input: Any) -> None:
+    if not isinstance(input, dict):
+        raise InvalidRequest("input", "input must be a JSON object.")
+    check_storable(input, "input")
+    # The input schema's keys (the state's, unless the graph declares ``input_schema``),
+    # read from the builder rather than a JSON schema, which not every type can produce.
+    allowed = set(compiled.builder.schemas[compiled.builder.input_schema])
+    _check_keys(input, allowed, "input", "Unknown input key(s)", "The graph takes")
+
+
+def _check_keys(values: dict, allowed: set, field: str, what: str, takes: str) -> None:
+    if unknown := sorted(set(values) - allowed):
+        raise InvalidRequest(
+            field, f"{what}: {', '.join(unknown)}. {takes}: {', '.join(sorted(allowed))}."
+        )
+
+
+def check_update(compiled, values: Any, as_node: Any) -> None:
+    """``values`` and ``as_node`` as ``update_state`` takes them (``bulk_update_state``
+    in ``langgraph/pregel/main.py``)."""
+    if as_node is not None and not isinstance(as_node, str):
+        raise InvalidRequest("as_node", "as_node must be a node name.")
+    if as_node in (COPY, END):
+        if values is not None:
+            does = "copies the checkpoint as it is" if as_node == COPY else "clears the next tasks"
+            raise InvalidRequest("values", f"as_node {as_node!r} takes no values: it {does}.")
+        return
+    if as_node is not None and as_node != INPUT and as_node not in compiled.nodes:
+        nodes = ", ".join(sorted(compiled.nodes))
+        raise InvalidRequest(
+            "as_node",
+            f"Unknown node {as_node!r}. The graph's nodes: {nodes}; or {COPY}, {INPUT}, {END}.",
+        )
+    if values is None:
+        if as_node == INPUT:
+            raise InvalidRequest("values", f"as_node {INPUT!r} needs input values.")
+        return
+    if not isinstance(values, dict):
+        raise InvalidRequest("values", "values must be a JSON object of state keys.")
+    check_storable(values, "values")
+    if as_node == INPUT:
+        keys = set(compiled.builder.schemas[compiled.builder.input_schema])
+        _check_keys(values, keys, "values", "Unknown input key(s)", "The graph takes")
+    else:
+        keys = set(compiled.builder.channels)
+        _check_keys(values, keys, "values", "Unknown state key(s)", "The state has")
+
+
+def checkpoint_config(thread: Thread, checkpoint_id: Any) -> dict:
+    """The config of the thread's checkpoint ``checkpoint_id`` (root namespace): one
+    index lookup. Raises ``InvalidRequest("checkpoint_id")``."""
+    if not isinstance(checkpoint_id, str) or not checkpoint_id:
+        raise InvalidRequest("checkpoint_id", "checkpoint_id must be a checkpoint id.")
+    if len(checkpoint_id) > CHECKPOINT_ID_MAX_LENGTH or not (
+        Checkpoint.objects.filter(
+            thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id
+        ).exists()
+    ):
+        raise InvalidRequest(
+            "checkpoint_id",
+            f"Thread {thread.thread_id!r} has no checkpoint {checkpoint_id[:80]!r}.",
+        )
+    return {
+        "configurable": {
+            "thread_id": thread.thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+def resume_command(pending: list[str], value: Any, answers: Any) -> dict:
+    if answers is not None:
+        if not isinstance(answers, dict) or not answers:
+            raise InvalidRequest("answers", "answers must map interrupt ids to values.")
+        if unknown := sorted(set(answers) - set(pending)):
+            raise InvalidRequest("answers", f"Not pending here: {', '.join(unknown)}.")
+        check_storable(answers, "answers")
+        return {"resume": answers}
+    if len(pending) > 1:
+        raise InvalidRequest(
+            "resume",
+            f"{len(pending)} interrupts are pending; answer each by its interrupt id.",
+        )
+    check_storable(value, "resume")
+    return {"resume": value}
+
+
+def run_options(metadata, durability, multitask_strategy, requested_by) -> dict:
+    if durability not in DURABILITIES:
+        raise InvalidRequest(
+            "durability",
+            f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}.",
+        )
+    if multitask_strategy not in MULTITASK_STRATEGIES:
+        raise InvalidRequest(
+            "multitask_strategy",
+            f"multitask_strategy must be one of {', '.join(MULTITASK_STRATEGIES)}, "
+            f"not {multitask_strategy!r}.",
+        )
+    return {
+        "metadata": checked_metadata(metadata),
+        "durability": durability,
+        "multitask_strategy": multitask_strategy,
+        "requested_by": actor(requested_by),
+    }
+
+
+def checked_metadata(metadata: Any) -> dict:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidRequest("metadata", "metadata must be a JSON object.")
+    check_storable(metadata, "metadata")
+    return metadata
+
+
+def actor(requested_by: Any) -> str:
+    """Who asked, as text: a user's username, or the string given."""
+    if requested_by is None:
+        return ""
+    if hasattr(requested_by, "get_username"):
+        return requested_by.get_username() if requested_by.is_authenticated else ""
+    if not isinstance(requested_by, str):
+        raise InvalidRequest("requested_by", "requested_by must be a user or a string.")
+    if len(requested_by) > REQUESTED_BY_MAX_LENGTH:
+        raise InvalidRequest(
+            "requested_by", f"requested_by is over {REQUESTED_BY_MAX_LENGTH} characters."
+        )
+    return requested_by
+
+
+def check_storable(value: Any, field: str) -> None:
+    """Refuse a value that cannot be kept as JSON on a Run in every supported database:
+    NaN and infinities (not JSON), NUL characters (PostgreSQL's jsonb rejects
+    ``\\u0000``), non-JSON types, and nesting deeper than ``MAX_JSON_DEPTH`` (SQLite's
+    JSON functions stop at 1,000). Raises ``InvalidRequest(field)``."""
+    if problem := _json_problem(value, 0):
+        raise InvalidRequest(field, f"{field} {problem}.")
+
+
+def _json_problem(value: Any, depth: int) -> str | None:
+    if depth > MAX_JSON_DEPTH:
+        return f"is nested more than {MAX_JSON_DEPTH} levels deep"
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "holds NaN or Infinity, which JSON cannot store"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "holds a NUL character (\\u0000), which cannot be stored"
+        return None
+    if isinstance(value, dict):
+        children = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        children = value
+    else:
+        return f"holds a {type(value).__name__}, which is not JSON"
+    return next(filter(None, (_json_problem(v, depth + 1) for v in children)), None)

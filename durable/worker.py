@@ -1,0 +1,526 @@
+"""Executing runs in Celery workers: claim under a lease, stream, drain, recover.
+
+**Lease.** A worker claims a pending run by raising its ``attempt`` and taking a lease
+(``worker``, ``lease_expires_at`` = now + ``DURABLE_RUN_LEASE_SECONDS``). While the graph
+runs, the lease is renewed by a heartbeat thread every ``DURABLE_HEARTBEAT_SECONDS`` and,
+at most once a second, after a stream chunk. Every write of the worker is fenced by its
+``attempt``: once the reaper has handed the run to another worker, this one can no
+longer change the row, and it stops.
+
+**Drain.** A run asked to stop (``Run.stop_requested``: a cancel, a newer run's
+``interrupt`` or ``rollback``, a timeout, or the worker's shutdown) is drained with
+LangGraph's ``RunControl.request_drain`` (``langgraph/runtime.py``): the Pregel loop
+finishes the super-step under way, saves its checkpoint, and ``stream`` raises
+``GraphDrained`` before the next one starts (``langgraph/pregel/_loop.py``, ``tick``).
+The worker learns of the request when it renews the lease. A run that has not reached a
+boundary ``DURABLE_STOP_GRACE_SECONDS`` later is stopped hard: the worker kills the pool
+process running it (what Celery's ``revoke(terminate=True)`` does, but without the
+broadcast the embedded broker cannot deliver) and the reaper settles the run.
+
+**Recovery.** ``reap`` (the Celery beat task ``reap_stale_runs``) finds running runs whose
+lease expired, because their worker died (SIGKILL, a lost machine) or was stopped hard,
+and re-enqueues them, or ends them as their stop request says. A re-executed run goes on
+from the last checkpoint it wrote with input ``None``: LangGraph loads that checkpoint and
+its pending writes, so in a super-step with parallel nodes the nodes that had finished are
+not run again. Neither the embedded broker nor Redis (visibility timeout: one hour)
+redelivers the task of a killed worker promptly, so this durability lives in our tables.
+
+**Shutdown.** On SIGTERM (warm shutdown) Celery sends ``worker_shutting_down`` in the
+worker's main process; ``durable.tasks`` then asks every run of this worker to drain
+(``drain_worker``). Each stops after its super-step, goes back to ``pending`` and is
+enqueued again for another worker. This goes through the database because with the
+prefork pool the runs execute in child processes, which do not receive the signal.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connections, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from langgraph.errors import GraphDrained
+from langgraph.runtime import RunControl
+from langgraph.types import Command
+
+from durable import runs, scheduling
+from durable.graphs import get_graph
+from durable.models import Checkpoint, Run, RunEvent, Thread
+from durable.values import jsonable
+
+logger = logging.getLogger(__name__)
+
+STREAM_MODES = ["updates", "custom", "tasks"]
+LOST = "lease lost"  # the drain reason of a worker whose run was handed to another
+# Renew the lease after a chunk at most this often (seconds): the heartbeat thread keeps
+# it anyway, and a chunk may come every few milliseconds.
+RENEW_AFTER_CHUNK_EVERY = 1.0
+
+_in_pool_child = False
+
+
+def mark_pool_child() -> None:
+    """Called in each prefork pool process (``worker_process_init``): only there may a
+    hard stop kill the process, which runs nothing else."""
+    global _in_pool_child
+    _in_pool_child = True
+
+
+def _seconds(name: str) -> float:
+    return float(getattr(settings, name))
+
+
+# -- executing -------------------------------------------------------------------------
+
+
+def execute(run_id: int, *, worker: str = "") -> str:
+    """Claim run ``run_id`` for ``worker`` (its Celery node name), stream its graph, and
+    record the outcome. Returns the run's status afterwards, or ``"missing"`` when the
+    run no longer exists. A run that is not pending, or that must wait for an earlier
+    run of its thread, is left as it is."""
+    run, claimed = _claim(run_id, worker or "worker")
+    if run is None:
+        logger.warning("run %s no longer exists", run_id)
+        return "missing"
+    if not claimed:
+        return run.status
+    return _Execution(run).execute()
+
+
+def _claim(run_id: int, worker: str) -> tuple[Run | None, bool]:
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or run.status != Run.Status.PENDING:
+        return run, False
+    try:
+        with transaction.atomic():
+            Thread.objects.select_for_update(no_key=True).filter(pk=run.thread_id).first()
+            if _must_wait(run):
+                # Its message is used up: the run that blocks it dispatches it again.
+                Run.objects.filter(pk=run_id).update(dispatched_at=None)
+                return run, False
+            now = timezone.now()
+            claimed = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
+                status=Run.Status.RUNNING,
+                attempt=F("attempt") + 1,
+                worker=worker,
+                lease_expires_at=now + timedelta(seconds=_seconds("DURABLE_RUN_LEASE_SECONDS")),
+                started_at=now if run.started_at is None else run.started_at,
+                checkpoint_id=run.checkpoint_id or _head_checkpoint_id(run),
+            )
+    except IntegrityError:  # another run of the thread was claimed at the same moment
+        return Run.objects.filter(pk=run_id).first(), False
+    run = Run.objects.select_related("thread").filter(pk=run_id).first()
+    return run, bool(claimed) and run is not None
+
+
+def _must_wait(run: Run) -> bool:
+    """An earlier run of the thread is running or still waits (enqueue)."""
+    return (
+        Run.objects.filter(thread_id=run.thread_id)
+        .filter(Q(status=Run.Status.RUNNING) | Q(status=Run.Status.PENDING, pk__lt=run.pk))
+        .exists()
+    )
+
+
+def _head_checkpoint_id(run: Run) -> str:
+    """For a start or resume: the thread's latest checkpoint, which it starts from."""
+    if run.kind not in (Run.Kind.START, Run.Kind.RESUME):
+        return ""
+    thread_id = Thread.objects.filter(pk=run.thread_id).values_list("thread_id", flat=True)[0]
+    latest = (
+        Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns="")
+        .order_by("-checkpoint_id")
+        .values_list("checkpoint_id", flat=True)
+        .first()
+    )
+    return latest or ""
+
+
+class _Execution:
+    """One attempt at a claimed run, in this worker."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.graph = get_graph(run.graph)
+        self.control = RunControl()
+        self.lease = _Lease(run, self.control)
+        self.error_node = ""
+
+    def execute(self) -> str:
+        run = self.run
+        self._event(
+            RunEvent.LIFECYCLE,
+            {
+                "status": Run.Status.RUNNING,
+                "attempt": run.attempt,
+                "worker": run.worker,
+                "pid": os.getpid(),
+            },
+        )
+        with self.lease.kept():
+            try:
+                self._run_graph()
+            except GraphDrained as exc:
+                return self._drained(exc.reason)
+            except Exception as exc:
+                logger.exception("run %s failed", run.pk)
+                return self._finish(
+                    Run.Status.ERROR,
+                    error_type=type(exc).__name__,
+                    error_message=str(exc),
+                    error_node=self.error_node,
+                )
+        return self._ended()
+
+    # -- what to stream ---------------------------------------------------------
+
+    def _run_graph(self) -> None:
+        run = self.run
+        latest = scheduling.runs_checkpoints(run).values_list("checkpoint_id", flat=True).first()
+        if latest:
+            # A later attempt: go on from the last checkpoint this run saved.
+            self._event(RunEvent.LIFECYCLE, {"status": "running", "continues_from": latest})
+            self._stream(None, latest)
+        elif run.kind == Run.Kind.START:
+            self._stream(run.input, None)
+        elif run.kind == Run.Kind.RESUME:
+            self._resume()
+        else:  # fork and replay start from their checkpoint with no input
+            self._stream(None, run.checkpoint_id)
+
+    def _resume(self) -> None:
+        run = self.run
+        answer = run.command["resume"]
+        if not run.forked_from:
+            self._stream(Command(resume=answer), None)
+            return
+        # answer_again: the run starts on a copy of the interrupted checkpoint.
+        old = self.graph.get_state(runs.config_for(run.thread, run.forked_from))
+        old_ids = {i.id for i in old.interrupts}
+        if not (isinstance(answer, dict) and answer and set(answer) <= old_ids):
+            self._stream(Command(resume=answer), run.checkpoint_id)
+            return
+        # Answers by interrupt id: the copy's interrupts get new ids once they fire.
+        self._stream(None, run.checkpoint_id)
+        new = self.graph.get_state(runs.config_for(run.thread, run.checkpoint_id))
+        if translated := _translate_answers(old, new, answer):
+            self._stream(Command(resume=translated), run.checkpoint_id)
+
+    def _config(self, checkpoint_id: str | None) -> dict:
+        config = runs.config_for(self.run.thread, checkpoint_id)
+        config["metadata"] = {**self.run.metadata, "run_id": str(self.run.pk)}
+        return config
+
+    def _stream(self, payload: Any, checkpoint_id: str | None) -> None:
+        chunks = self.graph.stream(
+            payload,
+            self._config(checkpoint_id),
+            stream_mode=STREAM_MODES,
+            subgraphs=True,
+            durability=self.run.durability,
+            control=self.control,
+        )
+        for namespace, mode, chunk in chunks:
+            if mode == "tasks" and not namespace and chunk.get("error") is not None:
+                self.error_node = chunk.get("name", "")
+            self._event(mode, jsonable(chunk), "|".join(namespace))
+            self.lease.renew_now_and_then()
+
+    def _event(self, event: str, data: Any, ns: str = "") -> None:
+        RunEvent.objects.append(self.run.pk, event, data, ns)
+
+    # -- outcomes ------------------------------------------------------------------
+
+    def _ended(self) -> str:
+        """The graph ended or stopped at interrupts: read them off the run's last
+        checkpoint (or the one it started from, when it wrote none)."""
+        run = self.run
+        last = scheduling.runs_checkpoints(run).values_list("checkpoint_id", flat=True).first()
+        snapshot = self.graph.get_state(
+            runs.config_for(run.thread, last or run.checkpoint_id or None)
+        )
+        interrupts = [{"id": i.id, "value": jsonable(i.value)} for i in snapshot.interrupts]
+        status = Run.Status.INTERRUPTED if interrupts else Run.Status.SUCCESS
+        return self._finish(status, interrupts=interrupts)
+
+    def _drained(self, reason: str) -> str:
+        if reason == LOST:
+            logger.warning("run %s: lease lost; another worker has it", self.run.pk)
+            return LOST
+        if reason == Run.Stop.SHUTDOWN:
+            return _requeue(self.run, "drained for the worker's shutdown")
+        if reason == Run.Stop.ROLLBACK:
+            return _roll_back(self.run)
+        status = Run.Status.TIMEOUT if reason == Run.Stop.TIMEOUT else Run.Status.CANCELLED
+        return self._finish(status)
+
+    def _finish(self, status: str, **fields) -> str:
+        # A rollback requested while the run was ending still applies.
+        if _stop_requested(self.run) == Run.Stop.ROLLBACK:
+            return _roll_back(self.run)
+        return _end(self.run, status, **fields)
+
+
+def _translate_answers(old, new, answers: dict) -> dict:
+    """Answers keyed by the interrupt ids of snapshot ``old`` re-keyed by the ids of the
+    same interrupts in snapshot ``new``: same node, same rank among that node's tasks,
+    same place among the task's interrupts."""
+
+    def places(snapshot) -> dict[str, tuple]:
+        seen: Counter = Counter()
+        found = {}
+        for task in snapshot.tasks:
+            rank = seen[task.name]
+            seen[task.name] += 1
+            for index, item in enumerate(task.interrupts):
+                found[item.id] = (task.name, rank, index)
+        return found
+
+    new_ids = {place: interrupt_id for interrupt_id, place in places(new).items()}
+    old_places = places(old)
+    return {
+        new_ids[old_places[i]]: value
+        for i, value in answers.items()
+        if old_places.get(i) in new_ids
+    }
+
+
+def _stop_requested(run: Run) -> str:
+    return Run.objects.filter(pk=run.pk).values_list("stop_requested", flat=True).first() or ""
+
+
+def _mine(run: Run):
+    """The run's row, if this attempt still holds it."""
+    return Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Run.Status.RUNNING)
+
+
+def _end(run: Run, status: str, **fields) -> str:
+    """The run ended: its status and its thread's, in one transaction."""
+    with transaction.atomic():
+        scheduling.lock_thread(run.thread_id)
+        now = timezone.now()
+        if not _mine(run).update(status=status, ended_at=now, lease_expires_at=None, **fields):
+            return LOST
+        data = {"status": status}
+        if fields.get("error_type"):
+            data.update(error=fields["error_type"], node=fields.get("error_node", ""))
+        RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, data)
+        scheduling.settle_thread(run.thread_id, status)
+    return status
+
+
+def _requeue(run: Run, detail: str) -> str:
+    """Back to pending for another worker, from where it stopped."""
+    with transaction.atomic():
+        scheduling.lock_thread(run.thread_id)
+        changed = _mine(run).update(
+            status=Run.Status.PENDING,
+            worker="",
+            lease_expires_at=None,
+            stop_requested=Run.Stop.NONE,
+            stop_requested_at=None,
+            dispatched_at=None,
+        )
+        if not changed:
+            return LOST
+        RunEvent.objects.append(
+            run.pk, RunEvent.LIFECYCLE, {"status": Run.Status.PENDING, "detail": detail}
+        )
+        transaction.on_commit(lambda: scheduling.dispatch_next(run.thread_id))
+    return Run.Status.PENDING
+
+
+def _roll_back(run: Run) -> str:
+    """Delete the run's checkpoints (``DjangoSaver.delete_for_runs``) and the run."""
+    with transaction.atomic():
+        scheduling.lock_thread(run.thread_id)
+        if not Run.objects.filter(pk=run.pk, attempt=run.attempt).exists():
+            return LOST
+        get_graph(run.graph).checkpointer.delete_for_runs([str(run.pk)])
+        Run.objects.filter(pk=run.pk).delete()
+        scheduling.settle_thread(run.thread_id)
+    return "rolled back"
+
+
+# -- the lease ---------------------------------------------------------------------------
+
+
+class _Lease:
+    """The claim of one attempt on its run: renewed while the graph runs; the channel
+    through which a stop request (or a lost lease) reaches the graph's ``RunControl``."""
+
+    def __init__(self, run: Run, control: RunControl):
+        self.run = run
+        self.control = control
+        self.deadline = (
+            run.started_at + timedelta(seconds=run.timeout_seconds) if run.timeout_seconds else None
+        )
+        self.stopping_since: float | None = None
+        self.last_renewal = time.monotonic()
+        self._done = threading.Event()
+        self._warned = False
+
+    @contextmanager
+    def kept(self):
+        beat = threading.Thread(target=self._beat, name=f"lease-{self.run.pk}", daemon=True)
+        beat.start()
+        try:
+            yield
+        finally:
+            self._done.set()
+            beat.join()
+
+    def renew_now_and_then(self) -> None:
+        if time.monotonic() - self.last_renewal >= RENEW_AFTER_CHUNK_EVERY:
+            self.renew()
+
+    def renew(self) -> None:
+        """Extend the lease; on a stop request, a timeout or a lost lease, drain."""
+        self.last_renewal = time.monotonic()
+        now = timezone.now()
+        expires = now + timedelta(seconds=_seconds("DURABLE_RUN_LEASE_SECONDS"))
+        mine = _mine(self.run)
+        if self.control.drain_requested:
+            if not mine.update(lease_expires_at=expires):
+                self._drain(LOST)
+            return
+        if self.deadline is not None and now >= self.deadline:
+            scheduling.request_stop(
+                self.run.pk, Run.Stop.TIMEOUT, f"timed out after {self.run.timeout_seconds:g} s"
+            )
+        if mine.filter(stop_requested=Run.Stop.NONE).update(lease_expires_at=expires):
+            return
+        row = Run.objects.filter(pk=self.run.pk).values("attempt", "status", "stop_requested")
+        row = row.first()
+        if row and row["attempt"] == self.run.attempt and row["status"] == Run.Status.RUNNING:
+            mine.update(lease_expires_at=expires)
+            self._drain(row["stop_requested"])
+        else:
+            self._drain(LOST)
+
+    def _drain(self, reason: str) -> None:
+        logger.info("run %s: draining (%s)", self.run.pk, reason)
+        self.control.request_drain(reason)
+        self.stopping_since = time.monotonic()
+
+    def _beat(self) -> None:
+        interval = _seconds("DURABLE_HEARTBEAT_SECONDS")
+        try:
+            while not self._done.wait(interval):
+                try:
+                    self.renew()
+                except Exception:  # the database may be back at the next beat
+                    logger.exception("run %s: lease renewal failed", self.run.pk)
+                if self._overdue():
+                    self._hard_stop()
+        finally:
+            connections.close_all()  # this thread's own connections
+
+    def _overdue(self) -> bool:
+        grace = _seconds("DURABLE_STOP_GRACE_SECONDS")
+        return self.stopping_since is not None and time.monotonic() - self.stopping_since > grace
+
+    def _hard_stop(self) -> None:
+        """Kill this pool process: the run did not reach a super-step boundary in time.
+        The lease is let go first, so the reaper settles the run at its next pass."""
+        if not _in_pool_child:
+            if not self._warned:
+                logger.error(
+                    "run %s did not stop within the grace period; only a prefork pool "
+                    "process can be stopped hard, so it runs on to its next super-step",
+                    self.run.pk,
+                )
+                self._warned = True
+            return
+        detail = f"no super-step boundary within the grace period; killed process {os.getpid()}"
+        RunEvent.objects.append(
+            self.run.pk, RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "detail": detail}
+        )
+        Run.objects.filter(pk=self.run.pk, attempt=self.run.attempt).update(
+            lease_expires_at=timezone.now()
+        )
+        logger.error("run %s: %s", self.run.pk, detail)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+# -- the reaper --------------------------------------------------------------------------
+
+
+def reap(limit: int = 100) -> dict[str, int]:
+    """Settle runs whose worker is gone, and re-send runs whose message was lost.
+
+    A running run whose lease expired goes back to pending and is enqueued again, or,
+    if it had been asked to stop, ends as asked (cancelled, timed out, rolled back).
+    A pending run at the head of its thread's queue that no worker has taken for
+    ``DURABLE_REDISPATCH_SECONDS`` is sent again (a duplicate message is harmless: only
+    one claim succeeds). Safe with many reapers at once: each claims rows with
+    ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL (SQLite runs one writer at a
+    time), each under its thread's lock, taken first as every run transaction does.
+    Returns counts: ``{"requeued", "ended", "redispatched"}``."""
+    counts = {"requeued": 0, "ended": 0, "redispatched": 0}
+    now = timezone.now()
+    stale = Run.objects.filter(status=Run.Status.RUNNING, lease_expires_at__lt=now)
+    for run_id, thread_pk in stale.order_by("lease_expires_at").values_list("pk", "thread")[:limit]:
+        with transaction.atomic():
+            if not _lock_thread_row(thread_pk):
+                continue  # deleted meanwhile
+            run = stale.select_for_update(skip_locked=True).filter(pk=run_id).first()
+            if run is not None:
+                counts["requeued" if _settle_lost(run) else "ended"] += 1
+    cutoff = now - timedelta(seconds=_seconds("DURABLE_REDISPATCH_SECONDS"))
+    forgotten = Run.objects.filter(status=Run.Status.PENDING).filter(
+        Q(dispatched_at__lt=cutoff) | Q(dispatched_at=None, created_at__lt=cutoff)
+    )
+    for run in forgotten.order_by("pk")[:limit]:
+        with transaction.atomic():
+            _lock_thread_row(run.thread_id)
+            if forgotten.filter(pk=run.pk).exists() and not _must_wait(run):
+                scheduling.dispatch(run)
+                counts["redispatched"] += 1
+    return counts
+
+
+def _settle_lost(run: Run) -> bool:
+    """A running run with an expired lease: requeue it (True), or end it as its stop
+    request says (False). Runs inside the reaper's transaction, holding the row."""
+    stop = run.stop_requested
+    if stop in (Run.Stop.NONE, Run.Stop.SHUTDOWN):
+        who = f"worker {run.worker or '?'} stopped renewing its lease"
+        _requeue(run, f"{who}; re-enqueued")
+        return True
+    if stop == Run.Stop.ROLLBACK:
+        _roll_back(run)
+    else:
+        _end(run, Run.Status.TIMEOUT if stop == Run.Stop.TIMEOUT else Run.Status.CANCELLED)
+    return False
+
+
+# -- shutdown ----------------------------------------------------------------------------
+
+
+def drain_worker(hostname: str) -> int:
+    """Ask every run that worker ``hostname`` is running to drain, so that each goes back
+    to pending after its super-step (``worker_shutting_down``). Returns how many."""
+    running = Run.objects.filter(worker=hostname, status=Run.Status.RUNNING)
+    detail = f"worker {hostname} is shutting down"
+    asked = sum(
+        scheduling.request_stop(pk, Run.Stop.SHUTDOWN, detail)
+        for pk in running.values_list("pk", flat=True)
+    )
+    logger.info("%s: asked %d run(s) to drain", hostname, asked)
+    return asked
+
+
+def _lock_thread_row(thread_pk: int) -> bool:
+    """Lock the thread's row in the current transaction; False if it is gone."""
+    locked = Thread.objects.select_for_update(no_key=True).filter(pk=thread_pk)
+    return bool(list(locked.values_list("pk", flat=True)))
