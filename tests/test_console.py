@@ -152,16 +152,19 @@ def test_a_decision_the_request_does_not_allow_is_refused(client, worker):
     assert counts() == before
 
 
-def test_the_live_section_polls_only_while_a_run_is_active(client, worker):
+def test_the_live_section_follows_the_run_only_while_it_is_active(client, worker):
     run = runs.start("expense_approval", EXPENSE)
     headers = {"HX-Request": "true", "HX-Target": "live"}
     url = reverse("thread", args=[run.thread_id])
-    # Right after the start the run is pending or running: the fragment asks to poll.
+    # Right after the start the run is pending or running: the fragment re-renders on
+    # each of the run's events, or polls while no event stream is open.
     fragment = client.get(url, headers=headers).content.decode()
     assert fragment.lstrip().startswith('<section id="live"')
     assert "<html" not in fragment
-    assert 'hx-trigger="every 1s"' in fragment
+    assert "sse:updates" in fragment
+    assert "every 1s [!this.closest('[data-sse=open]')]" in fragment
     finished(run)
+    assert "sse-connect" not in client.get(url).content.decode()
     fragment = client.get(url, headers=headers).content.decode()
     assert "hx-trigger" not in fragment
     assert "Approve" in fragment
