@@ -470,3 +470,9 @@ def _update_state(compiled, base: dict, values: Any, as_node: str | None) -> dic
                 "wrote last); name one with as_node."
             )
         raise InvalidRequest(field, message) from None
+    except Exception as exc:
+        # update_state runs the graph's own code (the routers after as_node, reducers);
+        # an update that code cannot take is refused, and the transaction undone.
+        raise InvalidRequest(
+            "values", f"The graph could not apply this update: {type(exc).__name__}: {exc}"
+        ) from None
