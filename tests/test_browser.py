@@ -1,5 +1,5 @@
-"""The approval flow in Debian's chromium, driven by Playwright, against the live
-console and a real worker process."""
+"""The approval flow in Debian's chromium, driven by Playwright, against the console as
+`make run` serves it (uvicorn, ``web``) and a real worker process."""
 
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def page():
         browser.close()
 
 
-def test_operator_starts_an_expense_run_and_approves_it(page, live_server, worker):
-    page.goto(live_server.url)
+def test_operator_starts_an_expense_run_and_approves_it(page, web, worker):
+    page.goto(web.url)
     page.get_by_role("button", name="Start expense_approval").click()
 
     # The thread page follows the run until the worker reaches the interrupt.
