@@ -7,12 +7,15 @@ graph's name is its ``assistant_id`` (and its ``graph_id``). Every operation goe
 ``durable.runs``; this module only reads models.
 
 Errors are JSON: ``{"detail": message, "field": name}`` (``field`` is ``null`` when no
-single input is at fault), with status 404 for an unknown thread, run or assistant, 409
-for a run refused because the thread is busy, 422 for input that is not acceptable and
-400 for a body that is not JSON. A refused request changes nothing.
+single input is at fault): 400 for a body that is not JSON, 404 for an unknown thread,
+run or assistant, 409 when the thread or run is in the wrong state for the request (a
+busy thread under ``reject``, a run that already ended), 422 for any other input that is
+not acceptable. A refused request changes nothing.
 
-Not implemented (refused with 422 naming the field when sent): stateless runs, ``config``,
-``context``, ``interrupt_before``/``interrupt_after``, webhooks, crons, the store routes.
+Not served (refused with 422 naming the field when sent): stateless runs, ``config``,
+``context``, ``interrupt_before``/``interrupt_after``, webhooks, ``cancel`` with
+``action=rollback``, stream modes other than values/updates/custom/tasks; there are no
+cron or store routes.
 """
 
 from __future__ import annotations
@@ -150,7 +153,9 @@ def _thread(request: HttpRequest, thread_id: str) -> Thread:
 
 
 def _run(thread: Thread, run_id: str) -> Run:
-    run = thread.runs.filter(pk=int(run_id)).first() if run_id.isdigit() else None
+    # Run ids are bigints: anything else is no run (and must not reach the database).
+    valid = run_id.isascii() and run_id.isdigit() and len(run_id) <= 18
+    run = thread.runs.filter(pk=int(run_id)).first() if valid else None
     if run is None:
         raise ApiError(404, f"Run {run_id!r} not found on thread {thread.thread_id!r}.", "run_id")
     return run
@@ -313,11 +318,15 @@ class AssistantSearch(Schema):
 
 @assistants.post("/search", summary="Search assistants (one per registered graph)")
 def search_assistants(request, body: AssistantSearch = None):
+    """The registered graphs as assistants, by name; they carry no metadata, so a
+    ``metadata`` filter matches none."""
     body = body or AssistantSearch()
     names = [
         n
         for n in graph_names()
-        if (body.graph_id is None or n == body.graph_id) and (body.name is None or n == body.name)
+        if (body.graph_id is None or n == body.graph_id)
+        and (body.name is None or n == body.name)
+        and not body.metadata
     ]
     return [_assistant(n) for n in names[body.offset : body.offset + body.limit]]
 

@@ -9,6 +9,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
+from durable.graphs import graph_names
 from durable.models import Checkpoint, Run, Thread
 from tests.test_worker import EXPENSE
 
@@ -36,8 +37,10 @@ def interrupted_thread(client) -> dict:
 
 
 def test_assistants_are_the_registered_graphs(client):
-    found = client.assistants.search()
-    assert [a["assistant_id"] for a in found] == ["expense_approval", "parallel_review"]
+    found = client.assistants.search(limit=100)
+    assert [a["assistant_id"] for a in found] == graph_names()
+    assert {"expense_approval", "parallel_review"} <= set(graph_names())
+    assert client.assistants.search(metadata={"team": "x"}) == []
     assert client.assistants.search(graph_id="parallel_review")[0]["name"] == "parallel_review"
     assert client.assistants.get("parallel_review")["graph_id"] == "parallel_review"
     with pytest.raises(NotFoundError, match="Assistant 'nope' not found"):
@@ -428,6 +431,7 @@ BAD_REQUESTS = [
     ("GET", f"{ON_T1}/runs?limit=x", None, 422, "limit", "valid integer"),
     ("GET", f"{ON_T1}/runs/abc", None, 404, "run_id", "Run 'abc' not found"),
     ("GET", f"{ON_T1}/runs/999999", None, 404, "run_id", "not found"),
+    ("GET", f"{ON_T1}/runs/{'9' * 40}", None, 404, "run_id", "not found"),
     ("GET", f"{ON_T1}/runs/999999/join", None, 404, "run_id", "not found"),
     ("GET", f"{ON_T1}/runs/999999/stream", None, 404, "run_id", "not found"),
     ("GET", f"{ON_T1}/runs/999999/stream?stream_mode=debug", None, 422, "stream_mode", "debug"),
