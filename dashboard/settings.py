@@ -13,6 +13,7 @@ Everything that differs between machines comes from the environment:
 - ``DURABLE_ENCRYPTION_KEY``: encrypt stored values with AES (16, 24 or 32 characters).
 - ``DURABLE_SERDE_ALLOWLIST``: comma-separated dotted class names stored state may hold
   beyond the registered graphs' own types.
+- ``DURABLE_EXTRA_GRAPHS``: more graphs to register, ``name=dotted.path,...``.
 - ``DURABLE_VAR_DIR``: where the SQLite files and the beat schedule live; default ``var/``.
 - Run engine timings, in seconds (``durable.worker``): ``DURABLE_RUN_LEASE_SECONDS``
   (default 30), ``DURABLE_HEARTBEAT_SECONDS`` (a third of the lease),
@@ -179,6 +180,11 @@ DURABLE_GRAPHS = {
     "expense_approval": "examples.expense_approval.build_graph",
     "parallel_review": "examples.parallel_review.build_graph",
 }
+# More graphs from the environment, "name=dotted.path,name=dotted.path": the tests
+# register theirs this way, in their own process and in the workers they start.
+DURABLE_GRAPHS.update(
+    item.split("=", 1) for item in os.environ.get("DURABLE_EXTRA_GRAPHS", "").split(",") if item
+)
 
 # Encryption at rest for checkpoints and store values (durable.serde): 16, 24 or 32
 # characters, from the environment only. Metadata stays plain JSON.

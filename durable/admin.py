@@ -7,12 +7,25 @@ admin actions that do that arrive with retention (issue 5).
 
 from django.contrib import admin
 
-from durable.models import Run, Thread
+from durable.models import Run, RunEvent, Thread
 
 
-class RunInline(admin.TabularInline):
+class ReadOnly:
+    """Runs and their events change only through ``durable.runs`` and the workers."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class RunInline(ReadOnly, admin.TabularInline):
     model = Run
-    fields = ("kind", "status", "created_at", "ended_at", "error_type")
+    fields = ("kind", "status", "requested_by", "created_at", "ended_at", "error_type")
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -35,14 +48,30 @@ class ThreadAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
-    list_display = ("pk", "thread", "graph", "kind", "status", "created_at", "ended_at")
-    list_filter = ("status", "kind", "graph")
-    search_fields = ("thread__thread_id",)
+class RunAdmin(ReadOnly, admin.ModelAdmin):
+    list_display = (
+        "pk",
+        "thread",
+        "graph",
+        "kind",
+        "status",
+        "requested_by",
+        "attempt",
+        "worker",
+        "created_at",
+        "ended_at",
+    )
+    list_filter = ("status", "kind", "graph", "durability")
+    search_fields = ("thread__thread_id", "requested_by", "worker")
     readonly_fields = [f.name for f in Run._meta.fields]
+    list_select_related = ("thread",)
 
-    def has_add_permission(self, request):
-        return False
 
-    def has_delete_permission(self, request, obj=None):
-        return False
+@admin.register(RunEvent)
+class RunEventAdmin(ReadOnly, admin.ModelAdmin):
+    list_display = ("run", "seq", "event", "ns", "created_at")
+    list_filter = ("event",)
+    # Events of one run: search for its id (a run has thousands: one page at a time).
+    search_fields = ("=run__id",)
+    readonly_fields = [f.name for f in RunEvent._meta.fields]
+    ordering = ("run", "seq")

@@ -612,9 +612,16 @@ def _resume(thread: Thread, body: RunCreate, checkpoint_id: str | None) -> Run:
     if checkpoint_id is None:
         pending = [i.id for i in runs.pending_interrupts(thread)]
         return runs.resume(thread, **_resume_args(pending, value), **body.options())
+    if body.multitask_strategy != "reject":
+        raise ApiError(
+            422,
+            "An answer given again forks the thread, which needs it idle: "
+            "multitask_strategy must be reject.",
+            "multitask_strategy",
+        )
     pending = [i.id for i in runs.state_at(thread, checkpoint_id).interrupts]
-    args = _resume_args(pending, value)
-    return runs.answer_again(thread, checkpoint_id, **args, **body.options())
+    options = {k: v for k, v in body.options().items() if k != "multitask_strategy"}
+    return runs.answer_again(thread, checkpoint_id, **_resume_args(pending, value), **options)
 
 
 def _run_path(run: Run) -> str:

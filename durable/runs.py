@@ -258,7 +258,6 @@ def fork(
     run: bool = False,
     metadata: dict | None = None,
     durability: str = "async",
-    multitask_strategy: str = "reject",
     requested_by: Any = None,
 ) -> ForkResult:
     """Branch the thread at ``checkpoint_id``: ``graph.update_state(<that checkpoint's
@@ -273,22 +272,20 @@ def fork(
     input) and ``"__end__"`` (no values: clear the next tasks). ``values`` is a JSON
     object of state keys, or ``None``.
 
-    Without a run the thread must have no active run (the update would race the run's
-    own writes): ``InvalidRequest("thread")``. With a run, ``multitask_strategy``
-    decides, except that ``rollback`` cannot fork from a checkpoint of the run it
-    deletes. Other errors: ``checkpoint_id`` (not the thread's), ``as_node``,
-    ``values``, and those of ``start``. The update and the Run are written in one
-    transaction: a refused request leaves no checkpoint behind."""
+    The thread must have no active run: ``InvalidRequest("thread")``. A fork appends
+    the thread's newest checkpoint, and an active run that is re-executed after its
+    worker died goes on from the thread's newest checkpoint (``durable.worker``); a
+    branch written meanwhile would be taken for the run's own progress. Other errors:
+    ``checkpoint_id`` (not the thread's), ``as_node``, ``values``, and those of
+    ``start``. The update and the Run are written in one transaction: a refused
+    request leaves no checkpoint behind."""
     base = checkpoint_config(thread, checkpoint_id)
     compiled = _graph_of(thread)
     check_update(compiled, values, as_node)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, "reject", requested_by)
     with transaction.atomic():
         thread = lock_thread(thread)
-        if not run:
-            _refuse_if_busy(thread, "fork without a run")
-        else:
-            _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
+        _refuse_if_busy(thread, "fork")
         config = _update_state(compiled, base, values, as_node)
         if not run:
             set_thread_status(thread, Thread.Status.IDLE)
@@ -334,7 +331,6 @@ def answer_again(
     answers: dict[str, Any] | None = None,
     metadata: dict | None = None,
     durability: str = "async",
-    multitask_strategy: str = "reject",
     requested_by: Any = None,
 ) -> Run:
     """Answer, differently, an interrupt that was already answered: fork at the
@@ -351,7 +347,7 @@ def answer_again(
     the answer to its counterpart (same node, same place). Returns the pending Run
     (kind ``resume``, ``forked_from`` = ``checkpoint_id``). Errors: ``checkpoint_id``
     (not the thread's, or no interrupt there), ``resume``, ``answers``, and those of
-    ``fork``."""
+    ``fork`` (the thread must have no active run)."""
     base = checkpoint_config(thread, checkpoint_id)
     compiled = _graph_of(thread)
     pending = [i.id for i in compiled.get_state(base).interrupts]
@@ -360,10 +356,10 @@ def answer_again(
             "checkpoint_id", f"Checkpoint {checkpoint_id!r} has no interrupt to answer."
         )
     command = resume_command(pending, value, answers)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, "reject", requested_by)
     with transaction.atomic():
         thread = lock_thread(thread)
-        _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
+        _refuse_if_busy(thread, "fork")
         config = _update_state(compiled, base, None, COPY)
         return submit(
             thread,
@@ -431,7 +427,7 @@ def _refuse_if_busy(thread: Thread, what: str) -> None:
         raise InvalidRequest(
             "thread",
             f"Thread {thread.thread_id!r} has an active run (run {active[0].pk}, "
-            f"{active[0].status}); a {what} must wait until it ends.",
+            f"{active[0].status}); a {what} must wait until it ends, or cancel it.",
         )
 
 

@@ -3,7 +3,8 @@
 import threading
 
 from celery import shared_task
-from celery.signals import worker_process_init, worker_shutting_down
+from celery.signals import worker_process_init, worker_shutdown, worker_shutting_down
+from django.db import connections
 
 from durable import worker
 
@@ -26,17 +27,36 @@ def _in_pool_process(**kwargs):
     worker.mark_pool_child()
 
 
+# The runs this worker (its main process) asked to drain when its shutdown began.
+_drained: list[int] = []
+_draining: list[threading.Thread] = []
+
+
 @worker_shutting_down.connect
 def _drain_runs(sender=None, **kwargs):
     """Warm shutdown (SIGTERM, SIGINT) in the worker's main process: ask this worker's
     runs to drain. A thread, because this is called from the signal handler, where
     blocking on the database could interrupt Celery's own code mid-statement."""
-    from django.db import connections
 
     def drain():
         try:
-            worker.drain_worker(sender)
+            _drained.extend(worker.drain_worker(sender))
         finally:
             connections.close_all()
 
-    threading.Thread(target=drain, name="drain-on-shutdown").start()
+    thread = threading.Thread(target=drain, name="drain-on-shutdown")
+    _draining.append(thread)
+    thread.start()
+
+
+@worker_shutdown.connect
+def _hand_back_runs(**kwargs):
+    """The worker has stopped taking tasks and its runs have drained: enqueue them for
+    the other workers."""
+    for thread in _draining:
+        thread.join()
+    if _drained:
+        try:
+            worker.hand_back(_drained)
+        finally:
+            connections.close_all()

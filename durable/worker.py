@@ -34,6 +34,7 @@ prefork pool the runs execute in child processes, which do not receive the signa
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -93,7 +94,12 @@ def execute(run_id: int, *, worker: str = "") -> str:
         return "missing"
     if not claimed:
         return run.status
-    return _Execution(run).execute()
+    try:
+        execution = _Execution(run)
+    except Exception as exc:  # e.g. a graph no longer registered: end it, not retry it
+        logger.exception("run %s cannot start", run.pk)
+        return _end(run, Run.Status.ERROR, error_type=type(exc).__name__, error_message=str(exc))
+    return execution.execute()
 
 
 def _claim(run_id: int, worker: str) -> tuple[Run | None, bool]:
@@ -136,13 +142,16 @@ def _head_checkpoint_id(run: Run) -> str:
     if run.kind not in (Run.Kind.START, Run.Kind.RESUME):
         return ""
     thread_id = Thread.objects.filter(pk=run.thread_id).values_list("thread_id", flat=True)[0]
-    latest = (
+    return _newest_checkpoint_id(thread_id) or ""
+
+
+def _newest_checkpoint_id(thread_id: str) -> str | None:
+    return (
         Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns="")
         .order_by("-checkpoint_id")
         .values_list("checkpoint_id", flat=True)
         .first()
     )
-    return latest or ""
 
 
 class _Execution:
@@ -166,36 +175,55 @@ class _Execution:
                 "pid": os.getpid(),
             },
         )
+        # The outcome is recorded once the heartbeat has stopped, so that it cannot
+        # renew a lease the outcome has just let go.
         with self.lease.kept():
             try:
                 self._run_graph()
+                outcome = self._ended
             except GraphDrained as exc:
-                return self._drained(exc.reason)
+                outcome = functools.partial(self._drained, exc.reason)
             except Exception as exc:
                 logger.exception("run %s failed", run.pk)
-                return self._finish(
-                    Run.Status.ERROR,
-                    error_type=type(exc).__name__,
-                    error_message=str(exc),
-                    error_node=self.error_node,
-                )
-        return self._ended()
+                outcome = functools.partial(self._failed, exc)
+        return outcome()
+
+    def _failed(self, exc: Exception) -> str:
+        return self._finish(
+            Run.Status.ERROR,
+            error_type=type(exc).__name__,
+            error_message=str(exc),
+            error_node=self.error_node,
+        )
 
     # -- what to stream ---------------------------------------------------------
 
     def _run_graph(self) -> None:
         run = self.run
-        latest = scheduling.runs_checkpoints(run).values_list("checkpoint_id", flat=True).first()
-        if latest:
-            # A later attempt: go on from the last checkpoint this run saved.
-            self._event(RunEvent.LIFECYCLE, {"status": "running", "continues_from": latest})
-            self._stream(None, latest)
+        if own := scheduling.runs_checkpoints(run).values_list("checkpoint_id", flat=True).first():
+            self._go_on_from(own)
         elif run.kind == Run.Kind.START:
             self._stream(run.input, None)
         elif run.kind == Run.Kind.RESUME:
             self._resume()
         else:  # fork and replay start from their checkpoint with no input
             self._stream(None, run.checkpoint_id)
+
+    def _go_on_from(self, own: str) -> None:
+        """A later attempt: go on from the last checkpoint this run saved, as LangGraph
+        resumes a thread: input ``None`` and no ``checkpoint_id``, so that the pending
+        writes of the tasks that finished in the interrupted super-step are applied
+        instead of those tasks running again. Naming the checkpoint would be time travel,
+        which re-runs them (``langgraph/pregel/_loop.py``, ``is_time_traveling``). No
+        fork is allowed while a run is active (``runs.fork``), so the thread's newest
+        checkpoint is the run's own; if it is not, the run goes on from its own by id."""
+        self._event(RunEvent.LIFECYCLE, {"status": "running", "continues_from": own})
+        newest = _newest_checkpoint_id(self.run.thread.thread_id)
+        if newest != own:
+            logger.warning(
+                "run %s: newest checkpoint %s is not its own %s", self.run.pk, newest, own
+            )
+        self._stream(None, None if newest == own else own)
 
     def _resume(self) -> None:
         run = self.run
@@ -257,7 +285,7 @@ class _Execution:
             logger.warning("run %s: lease lost; another worker has it", self.run.pk)
             return LOST
         if reason == Run.Stop.SHUTDOWN:
-            return _requeue(self.run, "drained for the worker's shutdown")
+            return _requeue(self.run, "drained for the worker's shutdown", handed_back=True)
         if reason == Run.Stop.ROLLBACK:
             return _roll_back(self.run)
         status = Run.Status.TIMEOUT if reason == Run.Stop.TIMEOUT else Run.Status.CANCELLED
@@ -318,8 +346,11 @@ def _end(run: Run, status: str, **fields) -> str:
     return status
 
 
-def _requeue(run: Run, detail: str) -> str:
-    """Back to pending for another worker, from where it stopped."""
+def _requeue(run: Run, detail: str, handed_back: bool = False) -> str:
+    """Back to pending for another worker, from where it stopped: enqueued now, or, for
+    a worker that is shutting down, by ``hand_back`` once it takes no more tasks (a
+    worker on the embedded broker still receives tasks during its warm shutdown). Until
+    then ``dispatched_at`` holds the reaper's redispatch off."""
     with transaction.atomic():
         scheduling.lock_thread(run.thread_id)
         changed = _mine(run).update(
@@ -328,14 +359,15 @@ def _requeue(run: Run, detail: str) -> str:
             lease_expires_at=None,
             stop_requested=Run.Stop.NONE,
             stop_requested_at=None,
-            dispatched_at=None,
+            dispatched_at=timezone.now() if handed_back else None,
         )
         if not changed:
             return LOST
         RunEvent.objects.append(
             run.pk, RunEvent.LIFECYCLE, {"status": Run.Status.PENDING, "detail": detail}
         )
-        transaction.on_commit(lambda: scheduling.dispatch_next(run.thread_id))
+        if not handed_back:
+            transaction.on_commit(lambda: scheduling.dispatch_next(run.thread_id))
     return Run.Status.PENDING
 
 
@@ -408,9 +440,15 @@ class _Lease:
             self._drain(LOST)
 
     def _drain(self, reason: str) -> None:
+        """Stop before the next super-step; say so in an event (not when the lease is
+        lost: the run's events belong to the worker that holds it now)."""
         logger.info("run %s: draining (%s)", self.run.pk, reason)
         self.control.request_drain(reason)
         self.stopping_since = time.monotonic()
+        if reason != LOST:
+            RunEvent.objects.append(
+                self.run.pk, RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "draining": reason}
+            )
 
     def _beat(self) -> None:
         interval = _seconds("DURABLE_HEARTBEAT_SECONDS")
@@ -507,17 +545,30 @@ def _settle_lost(run: Run) -> bool:
 # -- shutdown ----------------------------------------------------------------------------
 
 
-def drain_worker(hostname: str) -> int:
+def drain_worker(hostname: str) -> list[int]:
     """Ask every run that worker ``hostname`` is running to drain, so that each goes back
-    to pending after its super-step (``worker_shutting_down``). Returns how many."""
+    to pending after its super-step (``worker_shutting_down``). Returns their ids."""
     running = Run.objects.filter(worker=hostname, status=Run.Status.RUNNING)
     detail = f"worker {hostname} is shutting down"
-    asked = sum(
-        scheduling.request_stop(pk, Run.Stop.SHUTDOWN, detail)
+    asked = [
+        pk
         for pk in running.values_list("pk", flat=True)
-    )
-    logger.info("%s: asked %d run(s) to drain", hostname, asked)
+        if scheduling.request_stop(pk, Run.Stop.SHUTDOWN, detail)
+    ]
+    logger.info("%s: asked %d run(s) to drain", hostname, len(asked))
     return asked
+
+
+def hand_back(run_ids: list[int]) -> int:
+    """Enqueue the runs this worker drained for its shutdown (``worker_shutdown``: it
+    takes no more tasks now, so another worker gets them). Returns how many."""
+    sent = 0
+    for run in Run.objects.filter(pk__in=run_ids, status=Run.Status.PENDING).order_by("pk"):
+        with transaction.atomic():
+            if _lock_thread_row(run.thread_id) and not _must_wait(run):
+                scheduling.dispatch(run)
+                sent += 1
+    return sent
 
 
 def _lock_thread_row(thread_pk: int) -> bool:

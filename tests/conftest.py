@@ -29,6 +29,11 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKER_LOG = settings.VAR_DIR / "test-worker.log"
 WORKER_APPLICATION_NAME = "durable-test-worker"
 
+# The tests' own graphs (tests/graphs.py): registered here for this process, and through
+# DURABLE_EXTRA_GRAPHS (dashboard/settings.py) for the workers the tests start.
+TEST_GRAPHS = {"probe": "tests.graphs.build_probe"}
+settings.DURABLE_GRAPHS.update(TEST_GRAPHS)
+
 
 def wait_for(predicate, timeout=60.0, interval=0.1, message="condition"):
     """Poll ``predicate`` until it returns a truthy value; fail after ``timeout`` seconds."""
@@ -66,7 +71,7 @@ ENGINE_TIMINGS = {
     "DURABLE_HEARTBEAT_SECONDS": "0.5",
     "DURABLE_REAPER_INTERVAL_SECONDS": "1",
     "DURABLE_STOP_GRACE_SECONDS": "3",
-    "DURABLE_REDISPATCH_SECONDS": "30",
+    "DURABLE_REDISPATCH_SECONDS": "2",
 }
 
 
@@ -79,6 +84,7 @@ def worker_env() -> dict:
         PYTHONUNBUFFERED="1",
         # libpq names every PostgreSQL connection of the worker, so tests can count them.
         PGAPPNAME=WORKER_APPLICATION_NAME,
+        DURABLE_EXTRA_GRAPHS=",".join(f"{name}={path}" for name, path in TEST_GRAPHS.items()),
         **ENGINE_TIMINGS,
     )
     return env

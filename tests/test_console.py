@@ -195,6 +195,7 @@ def test_admin_lists_threads_and_runs_but_offers_no_delete(admin_client):
     assert listing.status_code == 200
     assert "admin-visible" in listing.content.decode()
     assert admin_client.get(reverse("admin:durable_run_changelist")).status_code == 200
+    assert admin_client.get(reverse("admin:durable_runevent_changelist")).status_code == 200
     # Deleting a thread here would leave its checkpoints behind.
     assert (
         admin_client.get(reverse("admin:durable_thread_delete", args=[thread.pk])).status_code
@@ -269,3 +270,20 @@ def test_a_run_no_worker_has_taken_says_so(client):
     assert "No checkpoint yet." in page
     assert "check that a worker" in page
     assert "the graph has ended" not in page
+
+
+def test_the_runs_table_says_who_asked_and_why_a_run_stopped(client):
+    thread = Thread.objects.create(thread_id="stopped", graph="expense_approval")
+    Run.objects.create(
+        thread=thread,
+        graph=thread.graph,
+        kind=Run.Kind.START,
+        input=EXPENSE,
+        status=Run.Status.CANCELLED,
+        requested_by="ops",
+        stop_detail="cancelled by ops",
+    )
+    page = client.get(reverse("thread", args=[thread.pk])).content.decode()
+    assert ">cancelled</span>" in page
+    assert "<td>ops</td>" in page
+    assert "cancelled by ops" in page

@@ -3,32 +3,43 @@ uvicorn (``web``), while a real worker runs the graph."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
+from django.conf import settings
+from django.db import connection
 
-from durable import runs
+from durable import events, runs
 from durable.models import Run, RunEvent
+from tests.conftest import wait_for
+from tests.graphs import release, runs_of
 from tests.test_worker import EXPENSE, finished
+from tests.webserver import WEB_APPLICATION_NAME, WEB_POOL_SIZE
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-def read_sse(response: httpx.Response) -> list[dict]:
-    """The events of an SSE response, each ``{"id", "event", "data"}``."""
-    found, current = [], {}
-    for line in response.iter_lines():
+def parse_sse(lines: Iterable[str]) -> Iterator[dict]:
+    """Each event of an SSE stream as soon as its blank line arrives:
+    ``{"id", "event", "data"}`` (the fields it has)."""
+    current = {}
+    for line in lines:
         if not line:
             if current:
-                found.append(current)
+                yield current
             current = {}
-        elif line.startswith(":"):
-            continue
-        else:
+        elif not line.startswith(":"):
             key, _, value = line.partition(": ")
             current[key] = json.loads(value) if key == "data" else value
-    return found
+
+
+def read_sse(response: httpx.Response) -> list[dict]:
+    return list(parse_sse(response.iter_lines()))
 
 
 def events_of(web, run: Run, **headers) -> list[dict]:
@@ -65,3 +76,98 @@ def test_refused_stream_requests(web):
     bad = httpx.get(f"{web.url}/runs/1/events/", headers={"Last-Event-ID": "x"})
     assert bad.status_code == 400
     assert "Last-Event-ID must be an event id" in bad.text
+
+
+def start_probe(directory: Path) -> Run:
+    """A probe run (tests/graphs.py) held by its ``slow`` node until ``release``."""
+    run = runs.start("probe", {"dir": str(directory), "log": []})
+    wait_for(lambda: runs_of(directory, "slow") == 1, message="the probe's slow node")
+    return run
+
+
+def test_events_arrive_while_the_run_is_still_running(web, worker, tmp_path):
+    run = start_probe(tmp_path)
+    url = f"{web.url}/runs/{run.pk}/events/"
+    with httpx.stream("GET", url, timeout=60) as response:
+        stream = parse_sse(response.iter_lines())
+        custom = next(e for e in stream if e["event"] == "custom")
+        # fast's progress arrived while slow still holds the run open.
+        assert custom["data"]["data"] == {"node": "fast", "progress": 1.0}
+        assert Run.objects.get(pk=run.pk).status == Run.Status.RUNNING
+        release(tmp_path)
+        rest = list(stream)
+    assert rest[-1] == {"event": "end", "data": {"status": "success"}}
+    assert {"after": {"log": ["after"]}} in [e["data"]["data"] for e in rest[:-1]]
+
+
+STREAMS = 50
+
+
+def web_connections(web) -> int:
+    """Database connections the web process holds now: its backends on PostgreSQL, its
+    open handles on the database file on SQLite."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                [WEB_APPLICATION_NAME],
+            )
+            return cur.fetchone()[0]
+    database = os.path.realpath(settings.DATABASES["default"]["NAME"])
+    fds = Path(f"/proc/{web.proc.pid}/fd")
+    return sum(1 for fd in fds.iterdir() if _target(fd) == database)
+
+
+def _target(fd: Path) -> str | None:
+    try:
+        return os.readlink(fd)
+    except OSError:  # closed while we looked
+        return None
+
+
+def test_fifty_open_streams_hold_a_bounded_number_of_connections(web, worker, tmp_path):
+    run = start_probe(tmp_path)
+    url = f"{web.url}/runs/{run.pk}/events/"
+    seen = []
+
+    async def follow(client: httpx.AsyncClient, opened: asyncio.Event, got: list):
+        async with client.stream("GET", url) as response:
+            lines = response.aiter_lines()
+            async for line in lines:
+                if line.startswith("event: "):
+                    got.append(line.removeprefix("event: "))
+                    if line == "event: custom":
+                        opened.set()
+                    if line == "event: end":
+                        return
+
+    async def main() -> list[list[str]]:
+        limits = httpx.Limits(max_connections=STREAMS)
+        async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+            opened = [asyncio.Event() for _ in range(STREAMS)]
+            got = [[] for _ in range(STREAMS)]
+            tasks = [asyncio.create_task(follow(client, opened[i], got[i])) for i in range(STREAMS)]
+            await asyncio.wait_for(asyncio.gather(*(o.wait() for o in opened)), 120)
+            # Every stream is open and has had its first events; they go on polling.
+            for _ in range(40):
+                seen.append(await asyncio.to_thread(_counted, web))
+                await asyncio.sleep(0.05)
+            release(tmp_path)
+            await asyncio.wait_for(asyncio.gather(*tasks), 120)
+            return got
+
+    got = asyncio.run(main())
+
+    assert all(g[-1] == "end" and "custom" in g and "updates" in g for g in got)
+    bound = WEB_POOL_SIZE if connection.vendor == "postgresql" else events.READERS
+    print(f"web connections while {STREAMS} streams were open: {sorted(set(seen))}")
+    assert max(seen) <= bound, seen
+    if connection.vendor == "postgresql":
+        assert max(seen) > 0, "no web connection seen: is PGAPPNAME set?"
+
+
+def _counted(web) -> int:
+    try:
+        return web_connections(web)
+    finally:
+        connection.close()
