@@ -11,6 +11,9 @@ from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEnti
 
 from durable.graphs import graph_names
 from durable.models import Checkpoint, Run, Thread
+from tests.conftest import wait_for
+from tests.graphs import release, runs_of
+from tests.test_runs import draining
 from tests.test_worker import EXPENSE
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -341,6 +344,44 @@ def test_cancel_and_delete(client, worker):
     with pytest.raises(NotFoundError):
         client.threads.get(thread_id)
     assert counts() == (0, 0, 0)
+
+
+def probe_input(directory) -> dict:
+    """Input of the probe graph (tests/graphs.py): its slow node holds the run open
+    until ``release(directory)``."""
+    return {"dir": str(directory), "log": []}
+
+
+def test_a_busy_thread_refuses_a_second_run_and_a_running_run_can_be_cancelled(
+    client, worker, tmp_path
+):
+    thread = client.threads.create()
+    thread_id = thread["thread_id"]
+    run = client.runs.create(thread_id, "probe", input=probe_input(tmp_path))
+    wait_for(lambda: runs_of(tmp_path, "slow") == 1, message="the probe's slow node")
+    assert client.threads.get(thread_id)["status"] == "busy"
+    assert client.runs.get(thread_id, run["run_id"])["status"] == "running"
+
+    with pytest.raises(ConflictError, match="already has an active run") as refused:
+        client.runs.create(thread_id, "probe", input=probe_input(tmp_path))
+    assert refused.value.body["field"] == "thread_id"
+    with pytest.raises(ConflictError, match="has a running run"):
+        client.threads.delete(thread_id)
+
+    # Streaming while it runs: what the run has done so far, then it waits.
+    live = client.runs.join_stream(thread_id, run["run_id"], stream_mode=["custom"])
+    assert next(live).event == "metadata"
+    assert next(live).data == {"node": "fast", "progress": 1.0}
+
+    assert client.runs.cancel(thread_id, run["run_id"])["status"] == "running"
+    draining(Run.objects.get(pk=run["run_id"]), "cancel")
+    release(tmp_path)  # the super-step ends; the run stops at its boundary
+    assert list(live) == []  # the stream ends with the run
+    assert client.runs.join(thread_id, run["run_id"])["log"] == ["fast", "slow"]
+    cancelled = client.runs.get(thread_id, run["run_id"])
+    assert cancelled["status"] == "cancelled"
+    assert cancelled["stop_detail"] == "cancelled by api"
+    assert runs_of(tmp_path, "after") == 0
 
 
 # -- refused requests: a clear error naming the field, and nothing changes -----------
