@@ -50,6 +50,15 @@ def test_assistants_are_the_registered_graphs(client):
         client.assistants.get("nope")
 
 
+def test_openapi_docs_list_the_routes(web):
+    schema = httpx.get(f"{web.url}/api/openapi.json").json()
+    assert schema["paths"]["/api/threads/{thread_id}/runs/stream"]["post"]
+    assert schema["paths"]["/api/threads/{thread_id}/runs/{run_id}/stream"]["get"]
+    docs = httpx.get(f"{web.url}/api/docs")
+    assert docs.status_code == 200
+    assert "/static/ninja/swagger-ui-bundle.js" in docs.text  # served here, no CDN
+
+
 def test_create_and_get_a_thread(client):
     made = client.threads.create(metadata={"customer": "acme"}, graph_id="expense_approval")
     got = client.threads.get(made["thread_id"])
@@ -367,6 +376,11 @@ def test_a_busy_thread_refuses_a_second_run_and_a_running_run_can_be_cancelled(
     assert refused.value.body["field"] == "thread_id"
     with pytest.raises(ConflictError, match="has a running run"):
         client.threads.delete(thread_id)
+    # A run queued behind it is cancelled at once, and never runs.
+    queued = client.runs.create(
+        thread_id, "probe", input=probe_input(tmp_path), multitask_strategy="enqueue"
+    )
+    assert client.runs.cancel(thread_id, queued["run_id"], wait=True)["status"] == "cancelled"
 
     # Streaming while it runs: what the run has done so far, then it waits.
     live = client.runs.join_stream(thread_id, run["run_id"], stream_mode=["custom"])
