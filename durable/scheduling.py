@@ -211,8 +211,7 @@ def dispatch(run: Run) -> None:
 
 def runs_checkpoints(run: Run):
     """The root-namespace checkpoints ``run`` wrote (``metadata["run_id"]``), newest
-    first: a backward scan of the thread's index range that stops at the first match
-    when the run's checkpoints are the thread's newest."""
+    first: a backward scan of the thread's index range, to be bounded by the caller."""
     return Checkpoint.objects.filter(
         MetadataKeyEquals("run_id", str(run.pk)),
         thread_id=run.thread.thread_id,

@@ -145,6 +145,27 @@ def _head_checkpoint_id(run: Run) -> str:
     return _newest_checkpoint_id(thread_id) or ""
 
 
+def _own_latest_checkpoint(run: Run) -> str | None:
+    """The newest root checkpoint ``run`` wrote (``metadata["run_id"]``), or ``None``.
+    Usually the thread's newest checkpoint: one index lookup. Otherwise the checkpoints
+    newer than the one the run started from are searched (LangGraph's ids sort by time),
+    never the thread's whole history."""
+    head = (
+        Checkpoint.objects.filter(thread_id=run.thread.thread_id, checkpoint_ns="")
+        .order_by("-checkpoint_id")
+        .values("checkpoint_id", "metadata")
+        .first()
+    )
+    if head is None:
+        return None
+    if head["metadata"].get("run_id") == str(run.pk):
+        return head["checkpoint_id"]
+    own = scheduling.runs_checkpoints(run)
+    if run.checkpoint_id:
+        own = own.filter(checkpoint_id__gt=run.checkpoint_id)
+    return own.values_list("checkpoint_id", flat=True).first()
+
+
 def _newest_checkpoint_id(thread_id: str) -> str | None:
     return (
         Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns="")
@@ -200,7 +221,7 @@ class _Execution:
 
     def _run_graph(self) -> None:
         run = self.run
-        if own := scheduling.runs_checkpoints(run).values_list("checkpoint_id", flat=True).first():
+        if run.attempt > 1 and (own := _own_latest_checkpoint(run)):
             self._go_on_from(own)
         elif run.kind == Run.Kind.START:
             self._stream(run.input, None)
@@ -220,9 +241,7 @@ class _Execution:
         self._event(RunEvent.LIFECYCLE, {"status": "running", "continues_from": own})
         newest = _newest_checkpoint_id(self.run.thread.thread_id)
         if newest != own:
-            logger.warning(
-                "run %s: newest checkpoint %s is not its own %s", self.run.pk, newest, own
-            )
+            logger.warning("run %s: newest checkpoint is not its own %s", self.run.pk, own)
         self._stream(None, None if newest == own else own)
 
     def _resume(self) -> None:
@@ -272,7 +291,7 @@ class _Execution:
         """The graph ended or stopped at interrupts: read them off the run's last
         checkpoint (or the one it started from, when it wrote none)."""
         run = self.run
-        last = scheduling.runs_checkpoints(run).values_list("checkpoint_id", flat=True).first()
+        last = _own_latest_checkpoint(run)
         snapshot = self.graph.get_state(
             runs.config_for(run.thread, last or run.checkpoint_id or None)
         )

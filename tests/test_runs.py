@@ -177,6 +177,29 @@ def test_fork_without_a_run_only_writes_the_checkpoint(worker):
     assert thread.status == Thread.Status.IDLE
 
 
+def test_fork_after_parallel_nodes_needs_as_node(worker, tmp_path):
+    release(tmp_path)
+    run = finished(probe(tmp_path))
+    thread = Thread.objects.get(pk=run.thread_id)
+    # The checkpoint after the super-step where "fast" and "slow" both wrote.
+    [joined] = [s for s in runs.thread_history(thread) if s.next == ("after",)]
+    at = joined.config["configurable"]["checkpoint_id"]
+    before = everything()
+
+    with pytest.raises(runs.InvalidRequest) as refused:
+        runs.fork(thread, at, {"log": ["edited"]})
+
+    assert refused.value.field == "as_node"
+    assert "name one with as_node" in refused.value.message
+    assert everything() == before
+    result = runs.fork(thread, at, {"log": ["edited"]}, as_node="slow")
+    assert runs.state_at(thread, result.checkpoint_id).values["log"] == [
+        "fast",
+        "slow",
+        "edited",
+    ]
+
+
 def test_replay_runs_again_from_a_past_checkpoint_and_interrupts_fire_again(worker):
     thread, first = interrupted_expense()
     finished(runs.resume(thread, APPROVE))
