@@ -143,7 +143,10 @@ def test_runs_leave_no_database_connection_open(worker):
     def worker_connections() -> int:
         with connection.cursor() as cur:
             cur.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                # This database only: other checkouts may run their test workers on
+                # the same server, under the same application name.
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE application_name = %s AND datname = current_database()",
                 [WORKER_APPLICATION_NAME],
             )
             return cur.fetchone()[0]
