@@ -21,6 +21,8 @@ $(INSTALLED): pyproject.toml
 install: $(INSTALLED)
 
 # Set up, migrate, then serve the console and run a worker beside it (Ctrl-C stops both).
+# uvicorn serves the ASGI application, so run pages and the API stream server-sent
+# events; open streams get 5 s to end when it stops.
 # The worker embeds Celery beat (-B), which schedules the reaper of stale runs.
 run: install
 	$(BIN)/python manage.py migrate --noinput
@@ -29,7 +31,8 @@ run: install
 	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
 	  --beat --schedule=$(VAR_DIR)/celerybeat-schedule & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
-	$(BIN)/python manage.py runserver $(HOST):$(PORT) --noreload
+	$(BIN)/uvicorn dashboard.asgi:application --host $(HOST) --port $(PORT) \
+	  --lifespan off --timeout-graceful-shutdown 5
 
 # Browser tests drive Debian's chromium; Playwright cannot download browsers here.
 chromium:

@@ -45,6 +45,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    # Only for the API docs' Swagger UI files, served from here rather than a CDN.
+    "ninja",
     "durable",
     "dashboard",
 ]

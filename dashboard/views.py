@@ -7,14 +7,19 @@ import json
 
 from django.core.paginator import Paginator
 from django.db.models import Count
-from django.http import HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpResponseBadRequest,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import interrupts
 from dashboard.forms import ResumeForm, StartRunForm
-from durable import runs
+from durable import events, runs
 from durable.graphs import example_input, graph_names
 from durable.models import Run, Thread
 
@@ -108,6 +113,43 @@ def resume_thread(request, pk: int):
     return _render_thread(request, thread, form=form, status=400)
 
 
+def _last_seq(run) -> int:
+    if run is None:
+        return 0
+    return run.events.order_by("-seq").values_list("seq", flat=True).first() or 0
+
+
+@require_GET
+async def run_events(request, pk: int):
+    """The run's events as server-sent events (``id:`` seq, ``event:`` the stream mode
+    or ``lifecycle``, ``data:`` JSON), after the ``Last-Event-ID`` header's (or the
+    ``after`` parameter's) event; then ``event: end`` with the final status. The thread
+    page re-renders its live part on each. Served under ASGI (``make run``)."""
+    try:
+        after = events.last_event_id(request)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
+    if not await events.borrow(_run_exists, pk):
+        raise Http404(f"No run {pk}.")
+    return StreamingHttpResponse(
+        _run_event_stream(pk, after), content_type="text/event-stream", headers=events.SSE_HEADERS
+    )
+
+
+def _run_exists(pk: int) -> bool:
+    return Run.objects.filter(pk=pk).exists()
+
+
+async def _run_event_stream(pk: int, after: int):
+    async for item in events.follow(pk, after):
+        if isinstance(item, events.Event):
+            yield events.sse(item.event, {"ns": item.ns, "data": item.data}, id=item.seq)
+        elif isinstance(item, events.Keepalive):
+            yield b": keepalive\n\n"
+        else:
+            yield events.sse("end", {"status": item.status})
+
+
 def _one_click(pending) -> bool:
     """One interrupt with one HITL action: each decision is its own submit button.
     Otherwise decisions are radio buttons, sent together with one submit."""
@@ -124,6 +166,7 @@ def _render_thread(request, thread, form=None, status=200):
     pending = list(state.interrupts)
     context = {
         "thread": thread,
+        "last_seq": _last_seq(active_run),
         "state": state,
         "history": runs.thread_history(thread, limit=HISTORY_LIMIT),
         "history_limit": HISTORY_LIMIT,

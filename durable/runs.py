@@ -18,6 +18,7 @@ Agent Server names them; see ``durable.scheduling``).
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,9 @@ from django.db import transaction
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot
 
+from durable.checkpoint import DjangoSaver
 from durable.graphs import get_graph
+from durable.metadata import canonical
 from durable.models import Checkpoint, Run, Thread
 from durable.scheduling import (
     active_runs,
@@ -97,20 +100,59 @@ def config_for(thread: Thread, checkpoint_id: str | None = None) -> dict:
     return {"configurable": configurable}
 
 
-def thread_state(thread: Thread) -> StateSnapshot:
-    """The thread's latest ``StateSnapshot`` (values, next, tasks, interrupts)."""
-    return get_graph(thread.graph).get_state(config_for(thread))
+def _empty_state(thread: Thread) -> StateSnapshot:
+    return StateSnapshot(
+        values={},
+        next=(),
+        config=config_for(thread),
+        metadata=None,
+        created_at=None,
+        parent_config=None,
+        tasks=(),
+        interrupts=(),
+    )
 
 
-def state_at(thread: Thread, checkpoint_id: str) -> StateSnapshot:
-    """The ``StateSnapshot`` at one of the thread's checkpoints. Raises
-    ``InvalidRequest("checkpoint_id")`` when the thread has no such checkpoint."""
-    return get_graph(thread.graph).get_state(checkpoint_config(thread, checkpoint_id))
+def thread_state(thread: Thread, *, subgraphs: bool = False) -> StateSnapshot:
+    """The thread's latest ``StateSnapshot`` (values, next, tasks, interrupts); with
+    ``subgraphs``, each task's subgraph state in ``task.state``. A thread that no graph
+    has run on yet (created bare through the API) has an empty snapshot."""
+    if not thread.graph:
+        return _empty_state(thread)
+    return get_graph(thread.graph).get_state(config_for(thread), subgraphs=subgraphs)
 
 
-def thread_history(thread: Thread, limit: int = 50) -> list[StateSnapshot]:
-    """The thread's checkpoints as ``StateSnapshot``s, newest first, at most ``limit``."""
-    return list(get_graph(thread.graph).get_state_history(config_for(thread), limit=limit))
+def state_at(thread: Thread, checkpoint_id: str, *, subgraphs: bool = False) -> StateSnapshot:
+    """The ``StateSnapshot`` at one of the thread's checkpoints (``subgraphs`` as for
+    ``thread_state``). Raises ``InvalidRequest("checkpoint_id")`` when the thread has no
+    such checkpoint."""
+    config = checkpoint_config(thread, checkpoint_id)
+    return _graph_of(thread).get_state(config, subgraphs=subgraphs)
+
+
+def thread_history(
+    thread: Thread,
+    limit: int = 50,
+    *,
+    before: str | None = None,
+    filter: dict[str, Any] | None = None,
+) -> list[StateSnapshot]:
+    """The thread's checkpoints as ``StateSnapshot``s, newest first, at most ``limit``:
+    only those older than its checkpoint ``before``, and whose metadata has every
+    key/value of ``filter``. Raises ``InvalidRequest("before")`` when ``before`` is not
+    one of the thread's checkpoints."""
+    before_config = None
+    if before is not None:
+        try:
+            before_config = checkpoint_config(thread, before)
+        except InvalidRequest as exc:
+            raise InvalidRequest("before", exc.message) from None
+    if not thread.graph:
+        return []
+    history = get_graph(thread.graph).get_state_history(
+        config_for(thread), limit=limit, before=before_config, filter=filter
+    )
+    return list(history)
 
 
 def pending_interrupts(thread: Thread) -> list:
@@ -123,19 +165,22 @@ def pending_interrupts(thread: Thread) -> list:
 
 
 def create_thread(
-    graph: str, *, thread_id: str | None = None, metadata: dict | None = None
+    graph: str | None, *, thread_id: str | None = None, metadata: dict | None = None
 ) -> Thread:
     """A new thread of ``graph`` with no run and no checkpoint yet; ``thread_id`` defaults
-    to a random UUID. Raises ``InvalidRequest`` for an unknown graph (``graph``), an id
-    over 255 characters or already taken (``thread``), or metadata that is not a JSON
-    object (``metadata``)."""
-    compiled_graph(graph)
+    to a random UUID. With ``graph`` ``None`` the thread's first run binds it to a graph
+    (the Agent Server's bare ``POST /threads``). Raises ``InvalidRequest`` for an unknown
+    graph (``graph``), an id over 255 characters or already taken (``thread``), or
+    metadata that is not a JSON object (``metadata``)."""
+    if graph is not None:
+        compiled_graph(graph)
     thread_id = checked_thread_id(thread_id) if thread_id is not None else str(uuid.uuid4())
-    metadata = checked_metadata(metadata)
+    # Sorted keys: SQLite compares nested metadata as text (durable.metadata).
+    metadata = json.loads(canonical(checked_metadata(metadata)))
     with transaction.atomic():
         if Thread.objects.filter(thread_id=thread_id).exists():
             raise InvalidRequest("thread", f"Thread {thread_id!r} already exists.")
-        return Thread.objects.create(thread_id=thread_id, graph=graph, metadata=metadata)
+        return Thread.objects.create(thread_id=thread_id, graph=graph or "", metadata=metadata)
 
 
 def start(
@@ -165,6 +210,9 @@ def start(
             thread_id=thread_id or str(uuid.uuid4()), defaults={"graph": graph}
         )
         thread = lock_thread(thread)
+        if not thread.graph:  # created bare: its first run binds it to a graph
+            thread.graph = graph
+            thread.save(update_fields=["graph", "updated_at"])
         if not created and thread.graph != graph:
             raise InvalidRequest(
                 "graph", f"Thread {thread.thread_id!r} runs graph {thread.graph!r}, not {graph!r}."
@@ -231,8 +279,8 @@ def fork(
     ``checkpoint_id`` (not the thread's), ``as_node``, ``values``, and those of
     ``start``. The update and the Run are written in one transaction: a refused
     request leaves no checkpoint behind."""
-    compiled = get_graph(thread.graph)
     base = checkpoint_config(thread, checkpoint_id)
+    compiled = _graph_of(thread)
     check_update(compiled, values, as_node)
     options = run_options(metadata, durability, "reject", requested_by)
     with transaction.atomic():
@@ -300,8 +348,8 @@ def answer_again(
     (kind ``resume``, ``forked_from`` = ``checkpoint_id``). Errors: ``checkpoint_id``
     (not the thread's, or no interrupt there), ``resume``, ``answers``, and those of
     ``fork`` (the thread must have no active run)."""
-    compiled = get_graph(thread.graph)
     base = checkpoint_config(thread, checkpoint_id)
+    compiled = _graph_of(thread)
     pending = [i.id for i in compiled.get_state(base).interrupts]
     if not pending:
         raise InvalidRequest(
@@ -357,11 +405,21 @@ def delete_thread(thread: Thread) -> None:
                 "thread", f"Thread {thread.thread_id!r} has a running run; cancel it first."
             )
         # The saver writes on this thread's connection, so this joins the transaction.
-        get_graph(thread.graph).checkpointer.delete_thread(thread.thread_id)
+        saver = get_graph(thread.graph).checkpointer if thread.graph else DjangoSaver()
+        saver.delete_thread(thread.thread_id)
         thread.delete()
 
 
 # -- helpers ----------------------------------------------------------------------------
+
+
+def _graph_of(thread: Thread):
+    """The compiled graph of ``thread``; a bare thread has none until its first run."""
+    if not thread.graph:
+        raise InvalidRequest(
+            "thread", f"Thread {thread.thread_id!r} has no graph yet: start a run on it first."
+        )
+    return get_graph(thread.graph)
 
 
 def _refuse_if_busy(thread: Thread, what: str) -> None:
@@ -408,3 +466,9 @@ def _update_state(compiled, base: dict, values: Any, as_node: str | None) -> dic
                 "wrote last); name one with as_node."
             )
         raise InvalidRequest(field, message) from None
+    except Exception as exc:
+        # update_state runs the graph's own code (the routers after as_node, reducers);
+        # an update that code cannot take is refused, and the transaction undone.
+        raise InvalidRequest(
+            "values", f"The graph could not apply this update: {type(exc).__name__}: {exc}"
+        ) from None

@@ -218,3 +218,6 @@ def pgvector_database(django_db_setup, django_db_blocker, tmp_path_factory):
     del connections[PGVECTOR_ALIAS]
     del connections.settings[PGVECTOR_ALIAS]
     server.cleanup()
+
+
+from tests.webserver import web  # noqa: E402, F401  (the ASGI server fixture)

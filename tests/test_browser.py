@@ -1,13 +1,17 @@
-"""The approval flow in Debian's chromium, driven by Playwright, against the live
-console and a real worker process."""
+"""The approval flow in Debian's chromium, driven by Playwright, against the console as
+`make run` serves it (uvicorn, ``web``) and a real worker process."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
 import pytest
 from playwright.sync_api import expect, sync_playwright
+
+from tests.conftest import wait_for
+from tests.graphs import release, runs_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 
@@ -34,8 +38,8 @@ def page():
         browser.close()
 
 
-def test_operator_starts_an_expense_run_and_approves_it(page, live_server, worker):
-    page.goto(live_server.url)
+def test_operator_starts_an_expense_run_and_approves_it(page, web, worker):
+    page.goto(web.url)
     page.get_by_role("button", name="Start expense_approval").click()
 
     # The thread page follows the run until the worker reaches the interrupt.
@@ -58,3 +62,20 @@ def test_operator_starts_an_expense_run_and_approves_it(page, live_server, worke
     expect(runs_table.locator("tbody tr").nth(0)).to_contain_text("success")
     expect(runs_table.locator("tbody tr").nth(1)).to_contain_text("start")
     expect(runs_table.locator("tbody tr").nth(1)).to_contain_text("interrupted")
+
+
+def test_the_thread_page_follows_a_running_run_over_server_sent_events(page, web, worker, tmp_path):
+    # The probe graph (tests/graphs.py) holds its run open until release(tmp_path).
+    page.goto(web.url)
+    page.locator("#input-probe").fill(json.dumps({"dir": str(tmp_path), "log": []}))
+    page.get_by_role("button", name="Start probe").click()
+    wait_for(lambda: runs_of(tmp_path, "slow") == 1, message="the probe's slow node")
+    expect(page.get_by_test_id("thread-status")).to_have_text("busy")
+    # The event stream is open, so the live part does not poll: what changes next on the
+    # page arrives over the stream.
+    expect(page.locator("#run-events[data-sse=open]")).to_have_count(1)
+
+    release(tmp_path)
+
+    expect(page.get_by_test_id("thread-status")).to_have_text("idle")
+    expect(page.get_by_test_id("state-values")).to_contain_text('"after"')

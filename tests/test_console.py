@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from durable import runs
-from durable.models import Checkpoint, Run, Thread
+from durable.models import Checkpoint, Run, RunEvent, Thread
 from tests.test_worker import EXPENSE, finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -152,19 +152,26 @@ def test_a_decision_the_request_does_not_allow_is_refused(client, worker):
     assert counts() == before
 
 
-def test_the_live_section_polls_only_while_a_run_is_active(client, worker):
-    run = runs.start("expense_approval", EXPENSE)
+def test_the_live_section_follows_the_run_only_while_it_is_active(client):
+    # A run as the page sees it while a worker has it (no worker here: a worker would
+    # end it before the page is read).
+    thread = runs.create_thread("expense_approval")
+    run = Run.objects.create(thread=thread, graph=thread.graph, kind="start", status="running")
+    RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, {"status": "running"})
     headers = {"HX-Request": "true", "HX-Target": "live"}
-    url = reverse("thread", args=[run.thread_id])
-    # Right after the start the run is pending or running: the fragment asks to poll.
+    url = reverse("thread", args=[thread.pk])
+    # The page connects to the run's events after the last one it has seen; the
+    # fragment re-renders on each event, or polls while no event stream is open.
+    page = client.get(url).content.decode()
+    assert f'sse-connect="{reverse("run-events", args=[run.pk])}?after=1"' in page
     fragment = client.get(url, headers=headers).content.decode()
     assert fragment.lstrip().startswith('<section id="live"')
     assert "<html" not in fragment
-    assert 'hx-trigger="every 1s"' in fragment
-    finished(run)
-    fragment = client.get(url, headers=headers).content.decode()
-    assert "hx-trigger" not in fragment
-    assert "Approve" in fragment
+    assert "sse:updates" in fragment
+    assert "every 1s [!this.closest('[data-sse=open]')]" in fragment
+    Run.objects.filter(pk=run.pk).update(status="success")
+    assert "hx-trigger" not in client.get(url, headers=headers).content.decode()
+    assert "sse-connect" not in client.get(url).content.decode()
 
 
 def test_forms_need_a_csrf_token(worker):

@@ -1,0 +1,346 @@
+"""Following runs from the web process: the one event source behind the console's
+server-sent events and the API's run streams, waits and joins.
+
+Workers and web processes share nothing but the database, so the web process learns
+what a worker did by reading it. Each open stream reads the run's new events, then
+pauses until there may be more. A read *borrows* a database connection and gives it
+back before the pause (on PostgreSQL the connection returns to the process's pool; on
+SQLite the file is closed), and at most ``READERS`` reads of one process hold a
+connection at the same time, so any number of open streams hold at most ``READERS``
+connections between them.
+
+How long a stream pauses:
+
+- On PostgreSQL, each new ``RunEvent`` sends ``NOTIFY durable_run_events, '<run id>'``
+  (from the writer's transaction, so it arrives once the event is committed), and one
+  listener thread per web process, on one connection of its own, wakes the streams that
+  follow that run. They still read every ``FALLBACK_SECONDS`` (default 2), for what
+  sends no notification (a run deleted by a rollback) and while the listener reconnects.
+- Otherwise (SQLite, or ``DURABLE_EVENTS_LISTEN = False``), every ``POLL_SECONDS``
+  (default 0.2).
+
+Settings: ``DURABLE_EVENTS_POLL_SECONDS``, ``DURABLE_EVENTS_FALLBACK_SECONDS``,
+``DURABLE_EVENTS_LISTEN`` (default True) and ``DURABLE_EVENT_READERS`` (default 4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import psycopg
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models.signals import post_save
+from django.dispatch import receiver
+
+from durable.models import Run, RunEvent
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+POLL_SECONDS: float = getattr(settings, "DURABLE_EVENTS_POLL_SECONDS", 0.2)
+FALLBACK_SECONDS: float = getattr(settings, "DURABLE_EVENTS_FALLBACK_SECONDS", 2.0)
+LISTEN: bool = getattr(settings, "DURABLE_EVENTS_LISTEN", True)
+READERS: int = getattr(settings, "DURABLE_EVENT_READERS", 4)
+CHANNEL = "durable_run_events"
+
+# A thread semaphore, taken in the thread that runs the query: a stream whose client
+# goes away while its read is in flight still holds its slot until the read ends.
+_slots = threading.BoundedSemaphore(READERS)
+
+
+def _borrowing(read: Callable[..., T]) -> Callable[..., T]:
+    """``read`` run under a reader slot, giving its connection back when done."""
+
+    def borrowed(*args) -> T:
+        with _slots:
+            try:
+                return read(*args)
+            finally:
+                connections.close_all()
+
+    return borrowed
+
+
+async def borrow(read: Callable[..., T], *args) -> T:
+    """``read(*args)``, an ORM function, run from async code on a borrowed connection."""
+    return await sync_to_async(_borrowing(read))(*args)
+
+
+def _status(run_id: int) -> str | None:
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
+async def wait_until_final(run_id: int) -> str | None:
+    """Wait until run ``run_id`` has left ``pending`` and ``running``; return its final
+    status, or ``None`` when the run no longer exists (its thread was deleted)."""
+    async with _watching(run_id) as pause:
+        while True:
+            pause.clear()
+            status = await borrow(_status, run_id)
+            if status not in Run.ACTIVE:
+                return status
+            await pause()
+
+
+# -- following a run's events ----------------------------------------------------------
+
+# Events read per poll; a full batch is followed at once by the next.
+BATCH = 500
+KEEPALIVE_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class Event:
+    """One ``RunEvent``: ``seq`` (1, 2, ... per run), ``event`` (a stream mode, or
+    ``lifecycle``), ``ns`` (the subgraph, ``""`` for the graph) and JSON ``data``."""
+
+    seq: int
+    event: str
+    ns: str
+    data: Any
+
+
+@dataclass(frozen=True)
+class End:
+    """The run ended with ``status`` (``None``: the run was deleted, by a rollback or
+    with its thread), and every event it wrote has been yielded."""
+
+    status: str | None
+
+
+class Keepalive:
+    """Nothing happened for ``KEEPALIVE_SECONDS``: a stream writes a comment, so that
+    proxies keep the connection open."""
+
+
+KEEPALIVE = Keepalive()
+
+
+def _poll(run_id: int, after: int) -> tuple[str | None, list[Event]]:
+    # The status first: a worker writes a run's last event in the transaction that ends
+    # it, so when the status read is final, the events read next include the last one.
+    status = _status(run_id)
+    rows = (
+        RunEvent.objects.filter(run_id=run_id, seq__gt=after)
+        .order_by("seq")
+        .values_list("seq", "event", "ns", "data")[:BATCH]
+    )
+    return status, [Event(*row) for row in rows]
+
+
+async def follow(run_id: int, after: int = 0) -> AsyncIterator[Event | End | Keepalive]:
+    """Yield run ``run_id``'s events with ``seq`` greater than ``after`` as they are
+    written, a ``KEEPALIVE`` after each quiet ``KEEPALIVE_SECONDS``, then ``End``
+    once the run has ended and its last event is out. Reads on a borrowed connection
+    when notified, or polls (see the module's docstring)."""
+    async with _watching(run_id) as pause:
+        quiet_since = time.monotonic()
+        while True:
+            pause.clear()
+            status, batch = await borrow(_poll, run_id, after)
+            for event in batch:
+                yield event
+            if batch:
+                after, quiet_since = batch[-1].seq, time.monotonic()
+                if len(batch) == BATCH:
+                    continue
+            if status not in Run.ACTIVE:
+                yield End(status)
+                return
+            if time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
+                yield KEEPALIVE
+                quiet_since = time.monotonic()
+            await pause()
+
+
+def sse(event: str | None, data: Any, id: int | None = None) -> bytes:
+    """One server-sent event: ``id:`` (when given), ``event:`` (when given) and the
+    ``data`` as one line of JSON."""
+    lines = []
+    if id is not None:
+        lines.append(f"id: {id}")
+    if event is not None:
+        lines.append(f"event: {event}")
+    lines.append(f"data: {json.dumps(data, cls=DjangoJSONEncoder, separators=(',', ':'))}")
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+SSE_HEADERS = {
+    "Cache-Control": "no-store",
+    # nginx buffers responses unless told not to.
+    "X-Accel-Buffering": "no",
+}
+
+
+def last_event_id(request) -> int:
+    """The seq a reconnecting client already has: its ``Last-Event-ID`` header (sent by
+    browsers' EventSource and the SDK on reconnect), else the ``after`` query
+    parameter, else 0. Raises ``ValueError`` for one that is not a whole number."""
+    value = request.headers.get("Last-Event-ID") or request.GET.get("after") or "0"
+    if not value.isdigit():
+        raise ValueError(f"Last-Event-ID must be an event id (a whole number), not {value!r}.")
+    return int(value)
+
+
+# -- waking streams: LISTEN/NOTIFY on PostgreSQL, else polling ---------------------------
+
+
+@receiver(post_save, sender=RunEvent, dispatch_uid="durable.events.notify")
+def _notify(sender, instance: RunEvent, created: bool, using: str, **kwargs) -> None:
+    """On PostgreSQL, NOTIFY listening web processes that run ``instance.run_id`` has a
+    new event; PostgreSQL delivers it when the writer's transaction commits."""
+    db = connections[using]
+    if created and db.vendor == "postgresql":
+        with db.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, str(instance.run_id)])
+
+
+class _Pause:
+    """What a stream waits on between two reads: a notification for its run (``woken``,
+    set from the listener thread) when this process listens, else ``POLL_SECONDS``."""
+
+    def __init__(self, listener: _Listener | None):
+        self.listener = listener
+        self.woken = asyncio.Event()
+
+    def clear(self) -> None:
+        # Cleared before each read: a notification that arrives during the read is kept.
+        self.woken.clear()
+
+    async def __call__(self) -> None:
+        if self.listener is None:
+            await asyncio.sleep(POLL_SECONDS)
+            return
+        # Until the listener is connected, poll; it wakes every stream once it is.
+        listening = self.listener.listening.is_set()
+        try:
+            await asyncio.wait_for(
+                self.woken.wait(), FALLBACK_SECONDS if listening else POLL_SECONDS
+            )
+        except TimeoutError:
+            pass
+
+
+@asynccontextmanager
+async def _watching(run_id: int):
+    listener = _listener()
+    pause = _Pause(listener)
+    if listener is None:
+        yield pause
+        return
+    waiter = (asyncio.get_running_loop(), pause.woken)
+    listener.watch(run_id, waiter)
+    try:
+        yield pause
+    finally:
+        listener.unwatch(run_id, waiter)
+
+
+class _Listener:
+    """One per process: a daemon thread on one connection of its own that LISTENs on
+    ``CHANNEL`` and wakes the streams following each notified run. It reconnects after
+    a lost connection; meanwhile streams poll."""
+
+    def __init__(self):
+        self.listening = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._waiting: dict[int, set] = defaultdict(set)
+        self._thread = threading.Thread(target=self._run, name="durable-events", daemon=True)
+        self._thread.start()
+
+    def watch(self, run_id: int, waiter) -> None:
+        with self._lock:
+            self._waiting[run_id].add(waiter)
+
+    def unwatch(self, run_id: int, waiter) -> None:
+        with self._lock:
+            self._waiting[run_id].discard(waiter)
+            if not self._waiting[run_id]:
+                del self._waiting[run_id]
+
+    def _wake(self, run_ids) -> None:
+        with self._lock:
+            waiters = [w for run_id in run_ids for w in self._waiting.get(run_id, ())]
+        for loop, woken in waiters:
+            try:
+                loop.call_soon_threadsafe(woken.set)
+            except RuntimeError:  # that stream's event loop has closed
+                pass
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._listen()
+            except Exception:
+                if self._stop.is_set():
+                    return
+                logger.warning("run events listener lost its connection", exc_info=True)
+            self.listening.clear()
+            self._stop.wait(1.0)
+
+    def _listen(self) -> None:
+        with psycopg.connect(**_connection_params(), autocommit=True) as conn:
+            conn.execute(f"LISTEN {CHANNEL}")
+            self.listening.set()
+            with self._lock:  # whatever happened while no one listened
+                everyone = list(self._waiting)
+            self._wake(everyone)
+            while not self._stop.is_set():
+                # A timeout, so that stop() is seen within a second.
+                for note in conn.notifies(timeout=1.0):
+                    if note.payload.isdigit():
+                        self._wake([int(note.payload)])
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _connection_params() -> dict:
+    db = connections[DEFAULT_DB_ALIAS].settings_dict
+    params = {
+        "dbname": db["NAME"],
+        "user": db.get("USER"),
+        "password": db.get("PASSWORD"),
+        "host": db.get("HOST"),
+        "port": db.get("PORT"),
+    }
+    return {key: value for key, value in params.items() if value}
+
+
+_listener_lock = threading.Lock()
+_the_listener: _Listener | None = None
+
+
+def _listener() -> _Listener | None:
+    """This process's listener, started on first use; ``None`` when it does not listen."""
+    global _the_listener
+    if not LISTEN or connections[DEFAULT_DB_ALIAS].vendor != "postgresql":
+        return None
+    with _listener_lock:
+        if _the_listener is None:
+            _the_listener = _Listener()
+        return _the_listener
+
+
+def stop_listening() -> None:
+    """Stop this process's listener and close its connection (tests use this before the
+    test database is dropped)."""
+    global _the_listener
+    with _listener_lock:
+        if _the_listener is not None:
+            _the_listener.stop()
+            _the_listener = None
