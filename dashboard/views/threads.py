@@ -10,11 +10,11 @@ from django.db.models import Count
 from django.http import (
     HttpResponseRedirect,
 )
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import interrupts
+from dashboard import access, interrupts
 from dashboard.forms import ResumeForm, StartRunForm
 from durable import runs
 from durable.graphs import example_input, graph_names
@@ -52,13 +52,13 @@ def _see_other(url: str) -> HttpResponseRedirect:
 
 
 def _render_thread_list(request, form, status=200):
-    threads = Thread.objects.all()
+    threads = access.threads(request)
     if wanted := request.GET.get("status"):
         threads = threads.filter(status=wanted)
     page = Paginator(threads.order_by("-updated_at", "-pk"), THREADS_PER_PAGE).get_page(
         request.GET.get("page")
     )
-    counts = dict(Thread.objects.values_list("status").annotate(n=Count("pk")))
+    counts = dict(access.threads(request).values_list("status").annotate(n=Count("pk")))
     submitted = form.data.get("graph") if form.is_bound else None
     start_forms = [
         {
@@ -89,13 +89,13 @@ def _render_thread_list(request, form, status=200):
 
 @require_GET
 def thread_detail(request, pk: int):
-    thread = get_object_or_404(Thread, pk=pk)
+    thread = access.thread_or_404(request, pk)
     return _render_thread(request, thread)
 
 
 @require_POST
 def resume_thread(request, pk: int):
-    thread = get_object_or_404(Thread, pk=pk)
+    thread = access.thread_or_404(request, pk)
     pending = runs.pending_interrupts(thread)
     form = ResumeForm(pending, request.POST)
     if not pending:
