@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from langgraph.channels.last_value import LastValue
+from langgraph.constants import START
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot
 
@@ -71,6 +73,8 @@ __all__ = [
     "state_at",
     "thread_history",
     "pending_interrupts",
+    "GraphShape",
+    "graph_shape",
 ]
 
 
@@ -159,6 +163,50 @@ def pending_interrupts(thread: Thread) -> list:
     """The ``Interrupt``s (``.id``, ``.value``) waiting on the thread's latest checkpoint,
     from every task (``StateSnapshot.interrupts``)."""
     return list(thread_state(thread).interrupts)
+
+
+@dataclass(frozen=True)
+class GraphShape:
+    """The structure of a thread's graph, for pages that explain ``as_node`` and replay.
+
+    ``nodes``: node names in the order the graph added them, ``__start__`` first;
+    LangGraph's internal nodes (other ``__``-prefixed names, such as error handlers) are
+    left out. ``edges``: ``(source, target)`` pairs from LangGraph's own drawing
+    (``get_graph()``): fixed and conditional edges and declared ``Command``
+    destinations, with ``"__end__"`` as a target. ``state_keys``: the keys
+    ``update_state`` takes. ``combined_keys``: those whose channel combines an update
+    with the value it has (a reducer such as ``Annotated[list, operator.add]``)
+    instead of replacing it."""
+
+    nodes: tuple[str, ...]
+    edges: tuple[tuple[str, str], ...]
+    state_keys: tuple[str, ...]
+    combined_keys: frozenset[str]
+
+    def after(self, names) -> list[str]:
+        """The nodes reachable from ``names`` along ``edges`` (``names`` themselves
+        only when a loop leads back to them), in ``nodes`` order: what may run after
+        them, depending on the branches taken."""
+        seen: set[str] = set()
+        todo = list(names)
+        while todo:
+            source = todo.pop()
+            for edge_source, target in self.edges:
+                if edge_source == source and target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return [node for node in self.nodes if node in seen]
+
+
+def graph_shape(thread: Thread) -> GraphShape:
+    """The ``GraphShape`` of the thread's graph. Raises ``InvalidRequest("thread")``
+    for a bare thread, which has no graph yet."""
+    compiled = _graph_of(thread)
+    nodes = tuple(n for n in compiled.nodes if n == START or not n.startswith("__"))
+    edges = tuple((e.source, e.target) for e in compiled.get_graph().edges)
+    channels = compiled.builder.channels
+    combined = frozenset(key for key, ch in channels.items() if not isinstance(ch, LastValue))
+    return GraphShape(nodes, edges, tuple(channels), combined)
 
 
 # -- requests -----------------------------------------------------------------------
@@ -278,7 +326,11 @@ def fork(
     branch written meanwhile would be taken for the run's own progress. Other errors:
     ``checkpoint_id`` (not the thread's), ``as_node``, ``values``, and those of
     ``start``. The update and the Run are written in one transaction: a refused
-    request leaves no checkpoint behind."""
+    request leaves no checkpoint behind.
+
+    ``metadata`` (e.g. ``{"reason": ...}`` from the console) is added to the new
+    checkpoint's metadata, so a fork that does not run still records why it was made,
+    and, with ``run=True``, kept on the Run and on the checkpoints it writes."""
     base = checkpoint_config(thread, checkpoint_id)
     compiled = _graph_of(thread)
     check_update(compiled, values, as_node)
@@ -286,7 +338,8 @@ def fork(
     with transaction.atomic():
         thread = lock_thread(thread)
         _refuse_if_busy(thread, "fork")
-        config = _update_state(compiled, base, values, as_node)
+        # The saver adds the config's metadata to the checkpoint's.
+        config = _update_state(compiled, {**base, "metadata": options["metadata"]}, values, as_node)
         if not run:
             set_thread_status(thread, Thread.Status.IDLE)
             return ForkResult(config)
