@@ -180,6 +180,7 @@ DURABLE_GRAPHS = {
     "expense_approval": "examples.expense_approval.build_graph",
     "parallel_review": "examples.parallel_review.build_graph",
     "fault_tolerance": "examples.fault_tolerance.build_graph",
+    "email_reply": "examples.email_reply.build_graph",
 }
 # More graphs from the environment, "name=dotted.path,name=dotted.path": the tests
 # register theirs this way, in their own process and in the workers they start.
