@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
 
 from django import forms
+from django.forms import BoundField
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
@@ -28,58 +32,179 @@ class StartRunForm(forms.Form):
         return _parse_json(self.cleaned_data["input"], "The input is")
 
 
-class ResumeForm(forms.Form):
-    """One form answering every pending interrupt of a thread.
+@dataclass
+class ArgInput:
+    """One per-argument input of an edit: its ``spec`` and its bound ``field``."""
 
-    For each interrupt ``i`` (with id ``iid``): a ``HITLRequest`` contributes a
-    ``decision-<iid>-<n>`` choice per action (and an optional ``message-<iid>-<n>`` for a
-    rejection); any other payload contributes an ``answer-<iid>`` JSON text. After
-    validation ``resume_args`` holds the keyword arguments for ``durable.runs.resume``.
+    spec: interrupts.ArgSpec
+    field: BoundField
+
+
+@dataclass
+class ActionCard:
+    """A ``HITLRequest`` action as the form shows it: the ``decision`` choice, the
+    rejection ``message``, and for an edit either per-argument ``inputs`` (from the
+    review config's ``args_schema``) or the ``args`` JSON box."""
+
+    action: interrupts.Action
+    decision: BoundField
+    message: BoundField
+    args: BoundField | None = None
+    inputs: list[ArgInput] | None = None
+
+
+@dataclass
+class Card:
+    """One pending interrupt as the form shows it, by ``kind``: ``actions`` (HITL);
+    ``human``, ``response``, ``text`` and ``inputs`` (agent-inbox); ``answer`` and
+    ``schema`` (generic)."""
+
+    id: str
+    kind: str
+    value: Any
+    actions: list[ActionCard] = dc_field(default_factory=list)
+    human: interrupts.HumanRequest | None = None
+    response: BoundField | None = None
+    text: BoundField | None = None
+    inputs: list[ArgInput] = dc_field(default_factory=list)
+    answer: BoundField | None = None
+    schema: dict | None = None
+
+
+class ResumeForm(forms.Form):
+    """One form answering every pending interrupt of a thread, by interrupt id.
+
+    Fields, for an interrupt with id ``iid``:
+
+    - ``HITLRequest``, per action ``n``: ``decision-<iid>-<n>`` (one of the action's
+      ``allowed_decisions``), ``message-<iid>-<n>`` (sent with a rejection), and for
+      an edit ``arg-<iid>-<n>-<key>`` per argument when the review config has an
+      object ``args_schema`` (checked against it), else ``args-<iid>-<n>`` (a JSON
+      object). An argument input that is not submitted keeps its value.
+    - agent-inbox ``HumanInterrupt``: ``response-<iid>`` (accept, edit, response or
+      ignore, as its config allows), ``text-<iid>`` (a response's text) and
+      ``arg-<iid>-0-<key>`` per argument (an edit).
+    - anything else: ``answer-<iid>``, JSON, checked against ``response_schema``.
+
+    ``cards`` lists the interrupts with their bound fields for templates;
+    ``one_click`` is true when one interrupt with one action is pending (each choice
+    can be its own submit button). After validation ``resume_args`` holds the keyword
+    arguments for ``durable.runs.resume``: ``{"value": v}`` for one interrupt, else
+    ``{"answers": {iid: v}}``. Errors land on the field they are about.
     """
 
     def __init__(self, pending, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.pending = pending
-        for item in pending:
-            if interrupts.kind_of(item.value) == interrupts.HITL:
-                for action in interrupts.hitl_actions(item.value):
-                    self.fields[f"decision-{item.id}-{action.index}"] = forms.ChoiceField(
-                        label=f"Decision for {action.name}",
-                        choices=[(d, d) for d in action.allowed if d in SUPPORTED_DECISIONS],
-                        error_messages={
-                            "required": f"Choose a decision for {action.name}.",
-                            "invalid_choice": "%(value)s is not allowed for "
-                            + action.name.replace("%", "%%")
-                            + ".",
-                        },
-                    )
-                    self.fields[f"message-{item.id}-{action.index}"] = forms.CharField(
-                        required=False, label="Reason (sent with a rejection)"
-                    )
-                    if "edit" in action.allowed:
-                        self.fields[f"args-{item.id}-{action.index}"] = forms.CharField(
-                            required=False,
-                            label="Arguments (JSON, sent with an edit)",
-                            initial=json.dumps(action.args, indent=2),
-                        )
-            else:
-                self.fields[f"answer-{item.id}"] = forms.CharField(
+        self.pending = list(pending)
+        self.cards = [self._card(item) for item in self.pending]
+        self.one_click = len(self.cards) == 1 and (
+            (self.cards[0].kind == interrupts.HITL and len(self.cards[0].actions) == 1)
+            or self.cards[0].kind == interrupts.HUMAN
+        )
+
+    # -- building the fields ----------------------------------------------------------
+
+    def _card(self, item) -> Card:
+        kind = interrupts.kind_of(item.value)
+        card = Card(id=item.id, kind=kind, value=item.value)
+        if kind == interrupts.HITL:
+            card.actions = [self._action(item.id, a) for a in interrupts.hitl_actions(item.value)]
+        elif kind == interrupts.HUMAN:
+            self._human(card, interrupts.human_request(item.value))
+        else:
+            card.schema = interrupts.response_schema(item.value)
+            card.answer = self._add(
+                f"answer-{item.id}",
+                forms.CharField(
                     label="Answer (JSON)",
                     widget=forms.Textarea(attrs={"rows": 4}),
                     error_messages={"required": "Enter an answer as JSON."},
-                )
+                ),
+            )
+        return card
+
+    def _add(self, name: str, form_field: forms.Field) -> BoundField:
+        self.fields[name] = form_field
+        return self[name]
+
+    def _action(self, iid: str, action: interrupts.Action) -> ActionCard:
+        prefix = f"{iid}-{action.index}"
+        name = action.name.replace("%", "%%")
+        card = ActionCard(
+            action=action,
+            decision=self._add(
+                f"decision-{prefix}",
+                forms.ChoiceField(
+                    label=f"Decision for {action.name}",
+                    choices=[(d, d) for d in action.allowed if d in SUPPORTED_DECISIONS],
+                    error_messages={
+                        "required": f"Choose a decision for {name}.",
+                        "invalid_choice": f"%(value)s is not allowed for {name}.",
+                    },
+                ),
+            ),
+            message=self._add(
+                f"message-{prefix}",
+                forms.CharField(required=False, label="Reason (sent with a rejection)"),
+            ),
+        )
+        if "edit" in action.allowed:
+            if action.specs is not None:
+                card.inputs = self._inputs(f"arg-{prefix}", action.specs)
+            card.args = self._add(
+                f"args-{prefix}",
+                forms.CharField(
+                    required=False,
+                    label="Arguments (JSON, sent with an edit)",
+                    initial=json.dumps(action.args, indent=2),
+                ),
+            )
+        return card
+
+    def _human(self, card: Card, request: interrupts.HumanRequest) -> None:
+        card.human = request
+        card.response = self._add(
+            f"response-{card.id}",
+            forms.ChoiceField(
+                label=f"Response to {request.action}",
+                choices=[(r, r) for r in request.allowed],
+                error_messages={
+                    "required": f"Choose a response to {request.action.replace('%', '%%')}.",
+                    "invalid_choice": "%(value)s is not allowed for this request.",
+                },
+            ),
+        )
+        card.text = self._add(
+            f"text-{card.id}",
+            forms.CharField(required=False, strip=True, label="Response", widget=forms.Textarea),
+        )
+        if "edit" in request.allowed:
+            card.inputs = self._inputs(f"arg-{card.id}-0", request.specs)
+
+    def _inputs(self, prefix: str, specs: list[interrupts.ArgSpec]) -> list[ArgInput]:
+        return [
+            ArgInput(
+                spec,
+                self._add(
+                    f"{prefix}-{spec.key}",
+                    forms.CharField(
+                        required=False, strip=False, label=spec.key, initial=spec.initial_text
+                    ),
+                ),
+            )
+            for spec in specs
+        ]
+
+    # -- turning answers into resume values --------------------------------------------
 
     def clean(self):
         cleaned = super().clean()
         if self.errors:
             return cleaned
         answers = {}
-        for item in self.pending:
+        for card in self.cards:
             try:
-                if interrupts.kind_of(item.value) == interrupts.HITL:
-                    answers[item.id] = {"decisions": self._decisions(item, cleaned)}
-                else:
-                    answers[item.id] = self._answer(item, cleaned)
+                answers[card.id] = self._value(card, cleaned)
             except forms.ValidationError as exc:
                 self.add_error(None, exc)  # a {field: message} error lands on its field
         if self.errors:
@@ -90,37 +215,211 @@ class ResumeForm(forms.Form):
             self.resume_args = {"answers": answers}
         return cleaned
 
-    def _answer(self, item, cleaned):
-        key = f"answer-{item.id}"
+    def _value(self, card: Card, cleaned) -> Any:
+        if card.kind == interrupts.HITL:
+            return {"decisions": [self._decision(card.id, a, cleaned) for a in card.actions]}
+        if card.kind == interrupts.HUMAN:
+            return [self._human_response(card, cleaned)]
+        return self._answer(card, cleaned)
+
+    def _answer(self, card: Card, cleaned):
+        key = card.answer.name
         answer = _field_error(key, _parse_json, cleaned[key], "The answer is")
-        schema = item.value.get("response_schema") if isinstance(item.value, dict) else None
-        if isinstance(schema, dict):
-            _field_error(key, _check_schema, answer, schema)
+        if card.schema is not None:
+            _field_error(key, _check_schema, answer, card.schema)
         return answer
 
-    def _decisions(self, item, cleaned) -> list[dict]:
-        decisions = []
-        for action in interrupts.hitl_actions(item.value):
-            kind = cleaned[f"decision-{item.id}-{action.index}"]
-            decision = {"type": kind}
-            if kind == "reject":
-                if message := cleaned.get(f"message-{item.id}-{action.index}", "").strip():
-                    decision["message"] = message
-            elif kind == "edit":
-                key = f"args-{item.id}-{action.index}"
-                args = _field_error(key, _parse_json, cleaned.get(key) or "", "The arguments are")
-                if not isinstance(args, dict):
-                    raise _error_on(key, "The arguments must be a JSON object.")
-                if args == action.args and "approve" in action.allowed:
-                    decision = {"type": "approve"}  # an edit that changes nothing approves
-                else:
-                    decision["edited_action"] = {"name": action.name, "args": args}
-            decisions.append(decision)
-        return decisions
+    def _decision(self, iid: str, card: ActionCard, cleaned) -> dict:
+        action = card.action
+        kind = cleaned[card.decision.name]
+        decision = {"type": kind}
+        if kind == "reject":
+            if message := cleaned.get(card.message.name, "").strip():
+                decision["message"] = message
+        elif kind == "edit":
+            args = self._hitl_args(card, cleaned)
+            if args == action.args and "approve" in action.allowed:
+                decision = {"type": "approve"}  # an edit that changes nothing approves
+            else:
+                decision["edited_action"] = {"name": action.name, "args": args}
+        return decision
+
+    def _hitl_args(self, card: ActionCard, cleaned) -> dict:
+        if card.inputs and any(i.field.html_name in self.data for i in card.inputs):
+            args = self._edited(card.action.args, card.inputs)
+            _check_args(args, card.action.args_schema, card.inputs)
+            return args
+        key = card.args.name
+        args = _field_error(key, _parse_json, cleaned.get(key) or "", "The arguments are")
+        if not isinstance(args, dict):
+            raise _error_on(key, "The arguments must be a JSON object.")
+        return args
+
+    def _human_response(self, card: Card, cleaned) -> dict:
+        request = card.human
+        kind = cleaned[card.response.name]
+        if kind == "response":
+            text = cleaned.get(card.text.name, "")
+            if not text:
+                raise _error_on(card.text.name, "Write the response to send.")
+            return {"type": "response", "args": text}
+        if kind == "edit":
+            args = self._edited(request.args, card.inputs)
+            if args != request.args or "accept" not in request.allowed:
+                return {"type": "edit", "args": {"action": request.action, "args": args}}
+            kind = "accept"  # an edit that changes nothing accepts
+        if kind == "accept":
+            return {"type": "accept", "args": request.action_request}
+        return {"type": "ignore", "args": None}
+
+    def _edited(self, original: dict, inputs: list[ArgInput]) -> dict:
+        """``original`` with each submitted argument input applied."""
+        args = dict(original)
+        for arg in inputs:
+            name = arg.field.html_name
+            if name not in self.data:
+                continue
+            value = _field_error(name, _parse_arg, arg.spec, self.data[name])
+            if value is _OMIT:
+                args.pop(arg.spec.key, None)
+            else:
+                args[arg.spec.key] = value
+        return args
+
+
+REASON_MAX_LENGTH = 500
+
+
+def _reason_field(what: str) -> forms.CharField:
+    return forms.CharField(
+        label="Reason (required)",
+        max_length=REASON_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": f"Say why you {what}: the reason is kept with it."},
+    )
+
+
+class ForkForm(forms.Form):
+    """Fork at a checkpoint: ``as_node`` (one of the graph's nodes, by default the
+    first node that wrote the checkpoint), a ``reason``, ``run_after``, and one JSON
+    field ``state-<key>`` per state key.
+
+    A key whose channel replaces its value starts with the value at the checkpoint;
+    a key whose channel combines updates with a reducer starts empty (what is written
+    there is added, as the graph's own nodes add to it). Only keys whose value changed
+    are sent (an empty box keeps its key as it is), so values the console cannot show
+    as JSON stay as they are. After validation ``values`` is ``{key: value}`` of the
+    changed keys, or ``None`` when none changed (the update then only counts as
+    ``as_node``)."""
+
+    as_node = forms.ChoiceField(
+        label="Update as node (as_node)",
+        error_messages={
+            "required": "Choose the node this update counts as.",
+            "invalid_choice": "as_node: %(value)s is not a node of this graph.",
+        },
+    )
+    run_after = forms.BooleanField(
+        required=False, initial=True, label="Run the graph from the fork at once"
+    )
+
+    def __init__(self, shape, current: dict, writers: list[str], *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["reason"] = _reason_field("fork")
+        self.fields["as_node"].choices = [("", "Choose a node")] + [(n, n) for n in shape.nodes]
+        self.fields["as_node"].initial = next((w for w in writers if w in shape.nodes), "")
+        self.shape = shape
+        self.current = current
+        self.keys = []
+        for key in shape.state_keys:
+            combined = key in shape.combined_keys
+            start = "" if combined or key not in current else json.dumps(current[key], indent=2)
+            self.fields[f"state-{key}"] = forms.CharField(
+                required=False, strip=False, initial=start, label=key, widget=forms.Textarea
+            )
+            self.keys.append(StateKey(key, combined, key in current, self[f"state-{key}"]))
+
+    def field_for(self, error_field: str) -> str | None:
+        """The form field an ``InvalidRequest`` field maps to (``None``: the form)."""
+        return "as_node" if error_field == "as_node" else None
+
+    def clean(self):
+        cleaned = super().clean()
+        values = {}
+        for key in self.keys:
+            text = cleaned.get(key.field.name, "")
+            if not text.strip():
+                continue  # an empty box keeps the key as it is
+            try:
+                value = _parse_json(text, f"{key.key}: the value is")
+            except forms.ValidationError as exc:
+                self.add_error(key.field.name, exc)
+                continue
+            if key.combined or not key.present or value != self.current[key.key]:
+                values[key.key] = value
+        self.values = values or None
+        return cleaned
+
+
+@dataclass
+class StateKey:
+    """One state key on the fork form: ``combined`` when its channel has a reducer,
+    ``present`` when the checkpoint has a value for it."""
+
+    key: str
+    combined: bool
+    present: bool
+    field: BoundField
+
+
+class ReplayForm(forms.Form):
+    """Replay from a checkpoint: only a reason."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["reason"] = _reason_field("replay")
 
 
 # Decisions this form can make; "respond" (the human acting as the tool) is not offered yet.
 SUPPORTED_DECISIONS = ("approve", "edit", "reject")
+_OMIT = object()
+
+
+def _parse_arg(spec: interrupts.ArgSpec, text: str) -> Any:
+    """The value typed into ``spec``'s input; ``_OMIT`` for an empty input of an
+    argument that is not text, or of a text argument the request did not have."""
+    if spec.kind in ("string", "text", "choice"):
+        if spec.kind == "choice" and text and text not in spec.choices:
+            raise forms.ValidationError(f"Choose one of: {', '.join(spec.choices)}.")
+        return _OMIT if text == "" and spec.initial is None else text
+    if not text.strip():
+        return _OMIT
+    value = _parse_json(text, f"{spec.key} is")
+    if spec.kind == "boolean" and not isinstance(value, bool):
+        raise forms.ValidationError(f"{spec.key} must be true or false.")
+    if spec.kind in ("number", "integer") and (
+        isinstance(value, bool) or not isinstance(value, (int, float))
+    ):
+        raise forms.ValidationError(f"{spec.key} must be a number.")
+    if spec.kind == "integer" and not isinstance(value, int):
+        raise forms.ValidationError(f"{spec.key} must be a whole number.")
+    return value
+
+
+def _check_args(args: dict, schema: dict | None, inputs: list[ArgInput]) -> None:
+    """Edited arguments against the action's ``args_schema``; the error lands on the
+    input of the argument at fault."""
+    error = _schema_error(args, schema) if schema is not None else None
+    if error is None:
+        return
+    names = {arg.spec.key: arg.field.html_name for arg in inputs}
+    path = list(error.absolute_path)
+    missing = [k for k in schema.get("required") or () if k not in args and k in names]
+    key = missing[0] if missing else (path[0] if path and path[0] in names else None)
+    message = f"Does not match the action's args_schema: {error.message}."
+    if key is None:
+        raise forms.ValidationError(message)
+    raise _error_on(names[key], message)
 
 
 def _error_on(field: str, message: str) -> forms.ValidationError:
@@ -135,13 +434,19 @@ def _field_error(field: str, check, *args):
         raise _error_on(field, exc.messages[0]) from None
 
 
-def _check_schema(answer, schema: dict) -> None:
+def _schema_error(value, schema: dict):
+    """The first way ``value`` breaks ``schema`` (a jsonschema error), or ``None``; a
+    broken schema checks nothing."""
     try:
         validator = validator_for(schema)(schema)
         validator.check_schema(schema)
     except SchemaError:
-        return  # the graph's schema is broken: nothing to check the answer against
-    if error := next(iter(validator.iter_errors(answer)), None):
+        return None
+    return next(iter(validator.iter_errors(value)), None)
+
+
+def _check_schema(answer, schema: dict) -> None:
+    if error := _schema_error(answer, schema):
         where = "/".join(str(p) for p in error.absolute_path) or "the answer"
         raise forms.ValidationError(
             f"The answer does not match the interrupt's response_schema at {where}: "

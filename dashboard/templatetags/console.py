@@ -1,4 +1,7 @@
+import markdown as _markdown
+import nh3
 from django import template
+from django.utils.safestring import mark_safe
 
 from dashboard import interrupts
 from durable.values import pretty as _pretty
@@ -31,3 +34,37 @@ def field(form, name):
 @register.simple_tag
 def field_name(*parts) -> str:
     return "-".join(str(p) for p in parts)
+
+
+@register.filter
+def markdown(text) -> str:
+    """``text`` as markdown rendered to HTML, then sanitised by nh3 (a safelist: no
+    scripts, styles, event handlers or ``javascript:`` links), so an interrupt's
+    description can format itself but not run code in the console."""
+    html = _markdown.markdown(str(text or ""), extensions=["sane_lists"])
+    return mark_safe(nh3.clean(html, link_rel="noopener noreferrer nofollow"))
+
+
+@register.filter
+def status_icon(status: str) -> str:
+    """A symbol for a run or thread status, shown beside its name (never alone)."""
+    return STATUS_ICONS.get(status, "•")
+
+
+STATUS_ICONS = {
+    "pending": "◌",
+    "running": "▶",
+    "busy": "▶",
+    "success": "✓",
+    "idle": "✓",
+    "interrupted": "⏸",
+    "error": "✗",
+    "timeout": "⌛",
+    "cancelled": "⊘",
+}
+
+
+@register.filter
+def get_key(mapping, key):
+    """``mapping[key]``, or ``None`` (state keys are not template identifiers)."""
+    return mapping.get(key) if isinstance(mapping, dict) else None
