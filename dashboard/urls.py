@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from dashboard.views import runs, threads
+from dashboard.views import actions, inbox, runs, store, threads
 from durable.api import api
 
 urlpatterns = [
@@ -10,6 +10,16 @@ urlpatterns = [
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/resume/", threads.resume_thread, name="resume"),
     path("runs/<int:pk>/events/", runs.run_events, name="run-events"),
+    # The action pages: inbox, fork, replay, run, store.
+    path("inbox/", inbox.inbox, name="inbox"),
+    path("inbox/threads/<int:pk>/", inbox.inbox_thread, name="inbox-thread"),
+    path("inbox/threads/<int:pk>/answer/", inbox.answer, name="inbox-answer"),
+    path("inbox/threads/<int:pk>/close/", inbox.close, name="inbox-close"),
+    path("threads/<int:pk>/checkpoints/<str:checkpoint_id>/fork/", actions.fork, name="fork"),
+    path("threads/<int:pk>/checkpoints/<str:checkpoint_id>/replay/", actions.replay, name="replay"),
+    path("runs/<int:pk>/", runs.run_detail, name="run"),
+    path("runs/<int:pk>/cancel/", runs.cancel_run, name="cancel-run"),
+    path("store/", store.store, name="store"),
     path("admin/", admin.site.urls),
     # The Agent Server-shaped API, with its OpenAPI docs at /api/docs.
     path("api/", api.urls),

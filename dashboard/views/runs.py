@@ -1,12 +1,20 @@
-"""A run's live progress: its RunEvents as server-sent events."""
+"""A run's page and its live progress: its RunEvents as server-sent events, and
+cancelling it."""
 
 from __future__ import annotations
 
-from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
-from django.views.decorators.http import require_GET
+from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
 
-from durable import events
-from durable.models import Run
+from dashboard import access
+from durable import events, runs
+from durable.models import Run, RunEvent
+
+# The newest events a run page shows; older ones are counted, not listed.
+EVENTS_SHOWN = 200
 
 
 @require_GET
@@ -38,3 +46,136 @@ async def _run_event_stream(pk: int, after: int):
             yield b": keepalive\n\n"
         else:
             yield events.sse("end", {"status": item.status})
+
+
+# -- the run page ------------------------------------------------------------------------
+
+
+@require_GET
+def run_detail(request, pk: int):
+    """Run ``pk``: status (text and icon), who asked and why, timings, the node(s)
+    running now, and its latest ``EVENTS_SHOWN`` events. While the run is active the
+    page follows ``run_events`` over SSE (htmx's SSE extension) and re-renders its
+    ``live`` partial on each event, polls that partial every 2 s when no stream is
+    open, and reloads itself without JavaScript. An htmx request aimed at ``run-live``
+    gets only that partial. 404 for a run the request may not see."""
+    run = get_object_or_404(access.runs(request).select_related("thread"), pk=pk)
+    return _render_run(request, run)
+
+
+@require_POST
+def cancel_run(request, pk: int):
+    """Cancel run ``pk`` (``durable.runs.cancel``): a pending run ends at once, a
+    running one stops at its next super-step. Then 303 to the run page, or, for htmx,
+    the page's live partial. A run that already ended is refused with the reason
+    shown (400 without htmx)."""
+    run = get_object_or_404(access.runs(request).select_related("thread"), pk=pk)
+    error = ""
+    try:
+        runs.cancel(run, requested_by=request.user)
+    except runs.InvalidRequest as exc:
+        error = exc.message
+    run.refresh_from_db()
+    if request.htmx:
+        return _render_run(request, run, error=error, partial=True)
+    if error:
+        return _render_run(request, run, error=error, status=400)
+    return HttpResponseRedirect(reverse("run", args=[run.pk]), status=303)
+
+
+def _render_run(request, run: Run, *, error: str = "", status: int = 200, partial=None):
+    newest = list(run.events.order_by("-seq")[:EVENTS_SHOWN])
+    newest.reverse()
+    total = newest[-1].seq if newest else 0
+    context = {
+        "run": run,
+        "thread": run.thread,
+        "events": [describe(e) for e in newest],
+        "hidden_events": max(0, total - len(newest)),
+        "last_seq": total,
+        "running_nodes": running_nodes(newest) if run.is_active else [],
+        "elapsed": _elapsed(run),
+        "reason": (run.metadata or {}).get("reason", ""),
+        "error": error,
+    }
+    template = "dashboard/run_detail.html"
+    if partial or (request.htmx and request.htmx.target == "run-live"):
+        template += "#live"
+    response = render(request, template, context, status=status)
+    response["Vary"] = "HX-Request"
+    return response
+
+
+def _elapsed(run: Run):
+    if run.started_at is None:
+        return None
+    return (run.ended_at or timezone.now()) - run.started_at
+
+
+def running_nodes(newest: list[RunEvent]) -> list[str]:
+    """Names of the tasks that started and have not finished, from the ``tasks``
+    events of the graph itself (not its subgraphs), in the order they started."""
+    started: dict[str, str] = {}
+    for event in newest:
+        if event.event != "tasks" or event.ns or not isinstance(event.data, dict):
+            continue
+        task = event.data.get("id")
+        if _task_finished(event.data):
+            started.pop(task, None)
+        else:
+            started[task] = str(event.data.get("name", ""))
+    return list(started.values())
+
+
+def _task_finished(data: dict) -> bool:
+    return "result" in data or "error" in data or "interrupts" in data
+
+
+def describe(event: RunEvent) -> dict:
+    """One event for the page: ``seq``, ``time``, ``kind`` (lifecycle, started,
+    finished, failed, interrupted, update, custom), ``what`` (a sentence), ``ns`` and
+    ``data`` (the JSON, shown on demand)."""
+    kind, what = _summary(event.event, event.data)
+    return {
+        "seq": event.seq,
+        "time": event.created_at,
+        "kind": kind,
+        "what": what,
+        "ns": event.ns,
+        "data": event.data,
+    }
+
+
+def _summary(event: str, data) -> tuple[str, str]:
+    if event == RunEvent.LIFECYCLE and isinstance(data, dict):
+        return "lifecycle", _lifecycle_sentence(data)
+    if event == "tasks" and isinstance(data, dict):
+        name = data.get("name", "?")
+        if data.get("error"):
+            return "failed", f"{name} failed: {data['error']}"
+        if data.get("interrupts"):
+            return "interrupted", f"{name} stopped at an interrupt"
+        if _task_finished(data):
+            return "finished", f"{name} finished"
+        return "started", f"{name} started"
+    if event == "updates" and isinstance(data, dict):
+        parts = []
+        for node, update in data.items():
+            if node == "__interrupt__":
+                parts.append("interrupt raised")
+            elif isinstance(update, dict) and update:
+                parts.append(f"{node} wrote {', '.join(sorted(map(str, update)))}")
+            else:
+                parts.append(f"{node} wrote nothing")
+        return "update", "; ".join(parts) or "update"
+    return event, event
+
+
+def _lifecycle_sentence(data: dict) -> str:
+    words = [f"status {data.get('status', '?')}"]
+    for key in ("kind", "detail", "stop_requested", "draining", "error", "node"):
+        if data.get(key):
+            words.append(f"{key.replace('_', ' ')}: {data[key]}")
+    if "continues_from" in data:
+        words.append("continues from its last checkpoint")
+    return "; ".join(words)

@@ -1,0 +1,132 @@
+"""Fork and replay from a checkpoint of a thread: a form (GET) and the action (POST).
+
+Both take a required reason. It is kept as ``metadata={"reason": ...}``: on the Run
+(``Run.metadata``) and on the checkpoints it writes, and, for a fork, on the fork's own
+checkpoint even when it does not run (``durable.runs.fork``). The audit trail (issue 6)
+reads it from there.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from dashboard import access
+from dashboard.forms import ForkForm, ReplayForm
+from durable import runs
+from durable.values import jsonable
+
+
+def _see_other(url: str) -> HttpResponseRedirect:
+    return HttpResponseRedirect(url, status=303)
+
+
+def _posted(request):
+    return request.POST if request.method == "POST" else None
+
+
+def _snapshot_or_error(request, thread, checkpoint_id):
+    """The snapshot at ``checkpoint_id``, or a 404 page naming the field at fault."""
+    try:
+        return runs.state_at(thread, checkpoint_id), None
+    except runs.InvalidRequest as exc:
+        context = {"thread": thread, "field": exc.field, "message": exc.message}
+        return None, render(request, "dashboard/action_error.html", context, status=404)
+
+
+def writers(thread, snapshot) -> list[str]:
+    """The node(s) that wrote ``snapshot``'s checkpoint: the names of the tasks of its
+    parent checkpoint (none for the thread's first checkpoint)."""
+    parent = snapshot.parent_config
+    if not parent:
+        return []
+    parent_state = runs.state_at(thread, parent["configurable"]["checkpoint_id"])
+    return [task.name for task in parent_state.tasks]
+
+
+@require_http_methods(["GET", "POST"])
+def fork(request, pk: int, checkpoint_id: str):
+    """Fork thread ``pk`` at ``checkpoint_id`` (``ForkForm``): ``durable.runs.fork``
+    with the changed state keys, ``as_node``, ``run`` and the reason as metadata; then
+    303 to the fork's run, or to the thread when it does not run. Refused (400, the
+    form with its errors, nothing changed): bad JSON in a key (the error names it), a
+    node the graph does not have, no reason, an update the graph cannot take, a busy
+    thread. 404 for a thread not visible or a checkpoint that is not the thread's."""
+    thread = access.thread_or_404(request, pk)
+    snapshot, error_page = _snapshot_or_error(request, thread, checkpoint_id)
+    if error_page:
+        return error_page
+    shape = runs.graph_shape(thread)
+    wrote = writers(thread, snapshot)
+    current = jsonable(snapshot.values)
+    form = ForkForm(shape, current, wrote, _posted(request))
+    if request.method == "POST" and form.is_valid():
+        try:
+            result = runs.fork(
+                thread,
+                checkpoint_id,
+                form.values,
+                as_node=form.cleaned_data["as_node"],
+                run=form.cleaned_data["run_after"],
+                metadata={"reason": form.cleaned_data["reason"]},
+                requested_by=request.user,
+            )
+        except runs.InvalidRequest as exc:
+            form.add_error(form.field_for(exc.field), exc.message)
+        else:
+            if result.run is not None:
+                return _see_other(reverse("run", args=[result.run.pk]))
+            return _see_other(reverse("thread", args=[thread.pk]))
+    context = {
+        "thread": thread,
+        "snapshot": snapshot,
+        "checkpoint_id": checkpoint_id,
+        "form": form,
+        "writers": wrote,
+        "next_after": {node: _successors(shape, node) for node in shape.nodes},
+    }
+    status = 400 if form.is_bound else 200
+    return render(request, "dashboard/fork.html", context, status=status)
+
+
+def _successors(shape: runs.GraphShape, node: str) -> list[str]:
+    return sorted({target for source, target in shape.edges if source == node})
+
+
+@require_http_methods(["GET", "POST"])
+def replay(request, pk: int, checkpoint_id: str):
+    """Replay thread ``pk`` from ``checkpoint_id``: a confirmation page listing the
+    nodes that run again (the checkpoint's ``next``, then what may follow them) and
+    warning that their side effects happen again; POST with a reason
+    (``ReplayForm``) calls ``durable.runs.replay`` and 303s to the new run. Refused
+    (400, nothing changed): no reason, a busy thread. 404 as for ``fork``."""
+    thread = access.thread_or_404(request, pk)
+    snapshot, error_page = _snapshot_or_error(request, thread, checkpoint_id)
+    if error_page:
+        return error_page
+    form = ReplayForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = runs.replay(
+                thread,
+                checkpoint_id,
+                metadata={"reason": form.cleaned_data["reason"]},
+                requested_by=request.user,
+            )
+        except runs.InvalidRequest as exc:
+            form.add_error(None, exc.message)
+        else:
+            return _see_other(reverse("run", args=[run.pk]))
+    shape = runs.graph_shape(thread)
+    context = {
+        "thread": thread,
+        "snapshot": snapshot,
+        "checkpoint_id": checkpoint_id,
+        "form": form,
+        "then": [n for n in shape.after(snapshot.next) if n not in snapshot.next],
+        "again": [n for n in shape.after(snapshot.next) if n in snapshot.next],
+    }
+    status = 400 if form.is_bound else 200
+    return render(request, "dashboard/replay.html", context, status=status)

@@ -1,0 +1,163 @@
+"""The interrupt inbox: every pending interrupt of the visible threads, to answer or
+close.
+
+``/inbox/`` lists the interrupted threads, grouped by graph and oldest first within a
+graph (``?graph=`` keeps one graph, ``?page=`` pages), each with the form answering all
+of its interrupts at once, by interrupt id. ``/inbox/threads/<pk>/`` is one thread's
+entry alone (a deep link, and where a refused answer is shown with its errors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django import forms
+from django.core.paginator import Paginator
+from django.db.models import Count, Min
+from django.http import HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from dashboard import access
+from dashboard.forms import ResumeForm
+from durable import runs
+from durable.models import Thread
+
+THREADS_PER_PAGE = 10
+
+
+@dataclass
+class Entry:
+    """One interrupted thread in the inbox: its ``pending`` interrupts, the
+    ``checkpoint_id`` they wait on, since when (``since``), and its answer ``form``."""
+
+    thread: Thread
+    pending: list
+    checkpoint_id: str
+    since: datetime | None
+    form: ResumeForm
+    close_form: CloseForm
+
+
+class CloseForm(forms.Form):
+    """Close a thread without resuming it: LangGraph's ``update_state(None,
+    as_node=END)`` on the checkpoint the operator saw (``checkpoint_id``)."""
+
+    checkpoint_id = forms.CharField(widget=forms.HiddenInput, max_length=64)
+    reason = forms.CharField(
+        max_length=500,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Say why the thread is closed without an answer."},
+    )
+
+
+def _see_other(url: str) -> HttpResponseRedirect:
+    return HttpResponseRedirect(url, status=303)
+
+
+def _entry(thread: Thread, form: ResumeForm | None = None, close_form=None) -> Entry:
+    state = runs.thread_state(thread)
+    pending = list(state.interrupts)
+    checkpoint_id = state.config["configurable"].get("checkpoint_id", "")
+    return Entry(
+        thread=thread,
+        pending=pending,
+        checkpoint_id=checkpoint_id,
+        since=datetime.fromisoformat(state.created_at) if state.created_at else None,
+        form=form or ResumeForm(pending),
+        close_form=close_form or CloseForm(initial={"checkpoint_id": checkpoint_id}),
+    )
+
+
+@require_GET
+def inbox(request):
+    """The inbox page. Threads with status ``interrupted``, ordered by graph, then by
+    when they stopped (oldest first); ``THREADS_PER_PAGE`` per page, so a page reads
+    that many states whatever the backlog."""
+    waiting = access.threads(request).filter(status=Thread.Status.INTERRUPTED)
+    graphs = list(
+        waiting.values("graph").annotate(n=Count("pk"), oldest=Min("updated_at")).order_by("graph")
+    )
+    chosen = request.GET.get("graph", "")
+    if chosen:
+        waiting = waiting.filter(graph=chosen)
+    page = Paginator(waiting.order_by("graph", "updated_at", "pk"), THREADS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    context = {
+        "graphs": graphs,
+        "chosen": chosen,
+        "total": sum(g["n"] for g in graphs),
+        "page": page,
+        "entries": [_entry(thread) for thread in page],
+    }
+    return render(request, "dashboard/inbox.html", context)
+
+
+@require_GET
+def inbox_thread(request, pk: int):
+    """One thread's inbox entry; 404 for a thread the request may not see."""
+    thread = access.thread_or_404(request, pk)
+    return _render_one(request, _entry(thread))
+
+
+def _render_one(request, entry: Entry, status: int = 200):
+    response = render(request, "dashboard/inbox_thread.html", {"entry": entry}, status=status)
+    return response
+
+
+@require_POST
+def answer(request, pk: int):
+    """Answer every pending interrupt of thread ``pk`` (``ResumeForm``): a resume
+    run, then 303 to that run's page. Refused (400, the form with its errors, nothing
+    changed): an answer that does not validate, nothing pending, a busy thread."""
+    thread = access.thread_or_404(request, pk)
+    entry = _entry(thread)
+    form = ResumeForm(entry.pending, request.POST)
+    entry.form = form
+    if not entry.pending:
+        form.add_error(None, f"Thread {thread.thread_id!r} has no pending interrupt to answer.")
+    elif form.is_valid():
+        try:
+            run = runs.resume(thread, **form.resume_args, requested_by=request.user)
+        except runs.InvalidRequest as exc:
+            form.add_error(None, exc.message)
+        else:
+            return _see_other(reverse("run", args=[run.pk]))
+    return _render_one(request, entry, status=400)
+
+
+@require_POST
+def close(request, pk: int):
+    """Close thread ``pk`` without resuming: ``durable.runs.fork(thread, checkpoint,
+    None, as_node="__end__", metadata={"reason": ...})`` clears its next tasks (and so
+    its interrupts); 303 to the thread. The reason stays on the new checkpoint's
+    metadata. Refused (400, nothing changed): no reason, or a thread that moved on
+    since the operator saw it (``checkpoint_id`` is no longer its latest)."""
+    thread = access.thread_or_404(request, pk)
+    entry = _entry(thread)
+    form = CloseForm(request.POST)
+    entry.close_form = form
+    if form.is_valid():
+        seen = form.cleaned_data["checkpoint_id"]
+        if seen != entry.checkpoint_id or not entry.pending:
+            form.add_error(
+                None, "The thread has moved on since this page was loaded; look at it again."
+            )
+        else:
+            try:
+                runs.fork(
+                    thread,
+                    seen,
+                    None,
+                    as_node="__end__",
+                    metadata={"reason": form.cleaned_data["reason"]},
+                    requested_by=request.user,
+                )
+            except runs.InvalidRequest as exc:
+                form.add_error(None, exc.message)
+            else:
+                return _see_other(reverse("thread", args=[thread.pk]))
+    return _render_one(request, entry, status=400)
