@@ -245,14 +245,17 @@ class ResumeForm(forms.Form):
         return decision
 
     def _hitl_args(self, card: ActionCard, cleaned) -> dict:
+        schema = card.action.args_schema
         if card.inputs and any(i.field.html_name in self.data for i in card.inputs):
             args = self._edited(card.action.args, card.inputs)
-            _check_args(args, card.action.args_schema, card.inputs)
+            names = {i.spec.key: i.field.html_name for i in card.inputs}
+            _check_args(args, schema, names, fallback=None)
             return args
         key = card.args.name
         args = _field_error(key, _parse_json, cleaned.get(key) or "", "The arguments are")
         if not isinstance(args, dict):
             raise _error_on(key, "The arguments must be a JSON object.")
+        _check_args(args, schema, {}, fallback=key)
         return args
 
     def _human_response(self, card: Card, cleaned) -> dict:
@@ -406,20 +409,22 @@ def _parse_arg(spec: interrupts.ArgSpec, text: str) -> Any:
     return value
 
 
-def _check_args(args: dict, schema: dict | None, inputs: list[ArgInput]) -> None:
-    """Edited arguments against the action's ``args_schema``; the error lands on the
-    input of the argument at fault."""
+def _check_args(args: dict, schema: dict | None, names: dict, fallback: str | None) -> None:
+    """Edited arguments against the action's ``args_schema``. The error lands on the
+    input of the argument at fault (``names``: argument -> field), else on
+    ``fallback`` (``None``: the form)."""
     error = _schema_error(args, schema) if schema is not None else None
     if error is None:
         return
-    names = {arg.spec.key: arg.field.html_name for arg in inputs}
     path = list(error.absolute_path)
     missing = [k for k in schema.get("required") or () if k not in args and k in names]
     key = missing[0] if missing else (path[0] if path and path[0] in names else None)
-    message = f"Does not match the action's args_schema: {error.message}."
-    if key is None:
+    where = "/".join(str(p) for p in path) or "the arguments"
+    message = f"Does not match the action's args_schema at {where}: {error.message}."
+    target = names[key] if key is not None else fallback
+    if target is None:
         raise forms.ValidationError(message)
-    raise _error_on(names[key], message)
+    raise _error_on(target, message)
 
 
 def _error_on(field: str, message: str) -> forms.ValidationError:

@@ -20,6 +20,15 @@ from typing_extensions import TypedDict
 
 EXAMPLE_INPUT = {"employee": "Ada Lovelace", "amount": 120.5, "description": "Train to Leeds"}
 APPROVAL_LIMIT = 10_000
+CLAIM_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "employee": {"type": "string", "description": "Who is paid."},
+        "amount": {"type": "number", "exclusiveMinimum": 0},
+        "description": {"type": "string"},
+    },
+    "required": ["employee", "amount", "description"],
+}
 
 
 class ExpenseClaim(TypedDict):
@@ -80,6 +89,9 @@ def request_approval(state: ExpenseState) -> Command:
                 {
                     "action_name": "pay_expense",
                     "allowed_decisions": ["approve", "edit", "reject"],
+                    # The arguments' JSON schema: the console builds its edit form
+                    # from it, one input per argument.
+                    "args_schema": CLAIM_SCHEMA,
                 }
             ],
         }
