@@ -70,6 +70,14 @@ class Card:
     answer: BoundField | None = None
     schema: dict | None = None
 
+    @property
+    def shown(self) -> Any:
+        """The payload as shown: a generic one without its ``response_schema``, which
+        the page shows apart."""
+        if self.schema is not None and isinstance(self.value, dict):
+            return {k: v for k, v in self.value.items() if k != "response_schema"}
+        return self.value
+
 
 class ResumeForm(forms.Form):
     """One form answering every pending interrupt of a thread, by interrupt id.

@@ -3,6 +3,8 @@ cancelling it."""
 
 from __future__ import annotations
 
+import json
+
 from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -168,6 +170,8 @@ def _summary(event: str, data) -> tuple[str, str]:
             else:
                 parts.append(f"{node} wrote nothing")
         return "update", "; ".join(parts) or "update"
+    if event == "custom":
+        return "custom", json.dumps(data, ensure_ascii=False, default=str)[:200]
     return event, event
 
 
