@@ -109,7 +109,8 @@ def web_connections(web) -> int:
     if connection.vendor == "postgresql":
         with connection.cursor() as cur:
             cur.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE application_name = %s AND datname = current_database()",
                 [WEB_APPLICATION_NAME],
             )
             return cur.fetchone()[0]
@@ -179,7 +180,8 @@ def listeners(web) -> int:
     with connection.cursor() as cur:
         cur.execute(
             "SELECT count(*) FROM pg_stat_activity"
-            " WHERE application_name = %s AND query LIKE 'LISTEN %%'",
+            " WHERE application_name = %s AND datname = current_database()"
+            " AND query LIKE 'LISTEN %%'",
             [WEB_APPLICATION_NAME],
         )
         return cur.fetchone()[0]
