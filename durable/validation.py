@@ -30,7 +30,7 @@ class InvalidRequest(ValueError):
     """A request that was refused before anything changed. ``field`` names the input at
     fault: ``graph``, ``thread``, ``input``, ``resume``, ``answers``, ``checkpoint_id``,
     ``values``, ``as_node``, ``metadata``, ``durability``, ``multitask_strategy``,
-    ``requested_by`` or ``run``; ``message`` says what is wrong in words."""
+    ``requested_by``, ``run`` or ``checkpoint_ns``; ``message`` says what is wrong in words."""
 
     def __init__(self, field: str, message: str):
         super().__init__(message)
@@ -100,24 +100,26 @@ def check_update(compiled, values: Any, as_node: Any) -> None:
         _check_keys(values, keys, "values", "Unknown state key(s)", "The state has")
 
 
-def checkpoint_config(thread: Thread, checkpoint_id: Any) -> dict:
-    """The config of the thread's checkpoint ``checkpoint_id`` (root namespace): one
-    index lookup. Raises ``InvalidRequest("checkpoint_id")``."""
+def checkpoint_config(thread: Thread, checkpoint_id: Any, checkpoint_ns: str = "") -> dict:
+    """The config of the thread's checkpoint ``checkpoint_id`` in ``checkpoint_ns`` (by
+    default the root namespace, the graph's own): one index lookup. Raises
+    ``InvalidRequest("checkpoint_id")``."""
     if not isinstance(checkpoint_id, str) or not checkpoint_id:
         raise InvalidRequest("checkpoint_id", "checkpoint_id must be a checkpoint id.")
     if len(checkpoint_id) > CHECKPOINT_ID_MAX_LENGTH or not (
         Checkpoint.objects.filter(
-            thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id
+            thread_id=thread.thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
         ).exists()
     ):
+        where = f" in namespace {checkpoint_ns[:200]!r}" if checkpoint_ns else ""
         raise InvalidRequest(
             "checkpoint_id",
-            f"Thread {thread.thread_id!r} has no checkpoint {checkpoint_id[:80]!r}.",
+            f"Thread {thread.thread_id!r} has no checkpoint {checkpoint_id[:80]!r}{where}.",
         )
     return {
         "configurable": {
             "thread_id": thread.thread_id,
-            "checkpoint_ns": "",
+            "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": checkpoint_id,
         }
     }
