@@ -57,7 +57,14 @@ class Line:
 
 def changes(a: Any, b: Any) -> list[Change]:
     """The paths that differ from state ``a`` to state ``b``, in path order."""
-    diff = DeepDiff(_keyed(jsonable(a)), _keyed(jsonable(b)), view="tree", verbose_level=2)
+    diff = DeepDiff(
+        _keyed(jsonable(a)),
+        _keyed(jsonable(b)),
+        view="tree",
+        verbose_level=2,
+        # Always name the paths inside, however little two objects share.
+        threshold_to_diff_deeper=0,
+    )
     found = []
     for category, levels in diff.items():
         kind = _KINDS.get(category, CHANGED)

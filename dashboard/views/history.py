@@ -47,8 +47,8 @@ def render_thread_list(request, extra: dict, status: int = 200):
 
 
 def threads_context(request) -> dict:
-    filterset = ThreadFilter(request.GET or None, queryset=access.threads(request))
-    paging = PageForm(request.GET or None)
+    filterset = ThreadFilter(request.GET, queryset=access.threads(request))
+    paging = PageForm(request.GET)
     valid = filterset.is_valid() & paging.is_valid()  # both, so both show their errors
     errors = form_errors(filterset.form) + form_errors(paging)
     if not valid:
