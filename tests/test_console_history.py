@@ -86,8 +86,8 @@ def test_a_fork_draws_a_second_lane_whose_first_checkpoint_is_an_update(client):
     assert 'data-source="update"' in newest
     assert "as <code>validate</code>" in newest  # the node the fork counts as
     fork_point = row(page, at_interrupt)
-    assert "⑂ 2 branches" in fork_point
-    assert "⏸ interrupt in request_approval" in fork_point
+    assert "⋔ 2 branches" in fork_point
+    assert "‖ interrupt in request_approval" in fork_point
     assert "by <code>validate</code>" in fork_point  # the task that ran on its parent
     assert "by <code>__start__</code>" in row(page, validated)
     # Each SVG node has a <title> in words and links to its inspector.
@@ -179,7 +179,7 @@ def test_the_inspector_shows_values_next_tasks_and_pending_writes(client):
     page = get(client, "checkpoint", thread.pk, at_interrupt).content.decode()
     assert re.search(r'data-testid="next"><code>request_approval</code>', page)
     assert 'data-key="employee"' in page and "Grace Hopper" in page
-    assert "⏸ interrupted" in page and "pay_expense" in page  # the task's interrupt
+    assert "‖ interrupted" in page and "pay_expense" in page  # the task's interrupt
     assert re.search(r"<code>request_approval</code></th><td><code>__interrupt__</code>", page)
 
     earlier = get(client, "checkpoint", thread.pk, validated).content.decode()
