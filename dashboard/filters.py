@@ -17,7 +17,7 @@ from django import forms
 from django.db.models import Q, QuerySet
 
 from durable.graphs import graph_names
-from durable.metadata import MetadataKeyEquals
+from durable.metadata import IndexedMetadataKeyEquals
 from durable.models import Thread
 
 MAX_META_FILTERS = 10
@@ -66,7 +66,7 @@ class MetaFilter(django_filters.Filter):
 
     def filter(self, qs, value):
         for key, wanted in value or []:
-            qs = qs.filter(MetadataKeyEquals(key, wanted))
+            qs = qs.filter(IndexedMetadataKeyEquals(key, wanted))
         return qs
 
 

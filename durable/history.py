@@ -135,13 +135,15 @@ def children_of(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> list[
 
 def namespaces(thread_id: str, limit: int = 50) -> list[str]:
     """The thread's checkpoint namespaces, ``""`` (the graph itself) first."""
+    # Past "" in the (thread_id, checkpoint_ns, ...) index: the graph's own rows, most
+    # of a long thread, are skipped rather than read.
     found = (
-        Checkpoint.objects.filter(thread_id=thread_id)
+        Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns__gt="")
         .values_list("checkpoint_ns", flat=True)
         .order_by("checkpoint_ns")
-        .distinct()[:limit]
+        .distinct()[: limit - 1]
     )
-    return list(found)
+    return ["", *found]
 
 
 def checkpoint_counts(thread_ids: Iterable[str]) -> dict[str, int]:
@@ -213,8 +215,12 @@ def _add_writes(thread_id: str, ns: str, nodes: list[TreeNode]) -> None:
 
 
 def _add_children(rows, nodes: list[TreeNode]) -> None:
+    """Children of the page's nodes. A child is newer than its parent (ids are uuid6,
+    made when the child is saved), so only rows from the page's oldest id on are read."""
     by_id = {n.checkpoint_id: n for n in nodes}
-    children = rows.filter(parent_checkpoint_id__in=sorted(by_id)).order_by("checkpoint_id")
+    children = rows.filter(
+        checkpoint_id__gt=min(by_id), parent_checkpoint_id__in=sorted(by_id)
+    ).order_by("checkpoint_id")
     for parent_id, child_id in children.values_list("parent_checkpoint_id", "checkpoint_id"):
         by_id[parent_id].children.append(child_id)
 

@@ -17,7 +17,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from dashboard import access, lanes
+from dashboard import access, lanes, treehtml
 from dashboard.filters import SORTS, PageForm, ThreadFilter, keyset_page
 from durable import history
 from durable.models import Thread
@@ -122,7 +122,7 @@ class TreeForm(forms.Form):
 class TreeRow:
     """A node of the drawn tree: the ``node`` (``durable.history.TreeNode``), its place
     (``lane``; ``x``, ``y`` in px), ``shape`` (its source), its inspector's ``url``, and
-    a ``title`` in words."""
+    a ``title`` in words; ``svg`` and ``li``: its HTML (``dashboard.treehtml``)."""
 
     node: history.TreeNode
     lane: int
@@ -133,6 +133,8 @@ class TreeRow:
     title: str
     parent_off_page: bool
     children_off_page: int
+    svg: str = ""
+    li: str = ""
 
 
 @require_GET
@@ -161,6 +163,11 @@ def tree_context(thread: Thread, *, ns: str = "", before: str = "", after: str =
     from_above = {n.checkpoint_id for n in page.nodes if set(n.children) - on_page}
     layout = lanes.layout(page.nodes, from_above)
     rows = [_row(thread, ns, node, layout, on_page) for node in page.nodes]
+    diff_a = rows[1].node.checkpoint_id if len(rows) > 1 else ""
+    diff_b = rows[0].node.checkpoint_id if rows else ""
+    for row in rows:
+        row.svg = treehtml.svg_node(row)
+        row.li = treehtml.list_item(row, diff_a, diff_b)
     base = reverse("thread-history", args=[thread.pk])
     links = {}
     if page.nodes and page.newer:
@@ -175,8 +182,6 @@ def tree_context(thread: Thread, *, ns: str = "", before: str = "", after: str =
         "ns": ns,
         "links": links,
         "namespaces": history.namespaces(thread.thread_id) if ns or page.nodes else [],
-        "diff_a": rows[1].node.checkpoint_id if len(rows) > 1 else "",
-        "diff_b": rows[0].node.checkpoint_id if rows else "",
     }
 
 
