@@ -29,7 +29,6 @@ from django.db.models import Count
 from durable.models import Checkpoint, CheckpointWrite
 
 SEND = "(Send)"
-UPDATE_TASK = "~__interrupt__"
 PULL_TASK = "~__pregel_pull, "
 PUSH_TASK = "~__pregel_push"
 INTERRUPT, ERROR, RESUME = "__interrupt__", "__error__", "__resume__"
@@ -173,6 +172,16 @@ def writer_names(task_paths: Iterable[str]) -> list[str]:
     return names
 
 
+def existing_namespaces(thread_id: str, candidates: Iterable[str]) -> set[str]:
+    """Those of ``candidates`` in which the thread has checkpoints (one query)."""
+    found = (
+        Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns__in=list(candidates))
+        .values_list("checkpoint_ns", flat=True)
+        .distinct()
+    )
+    return set(found)
+
+
 # -- helpers ------------------------------------------------------------------------
 
 
@@ -223,23 +232,3 @@ def _add_children(rows, nodes: list[TreeNode]) -> None:
     ).order_by("checkpoint_id")
     for parent_id, child_id in children.values_list("parent_checkpoint_id", "checkpoint_id"):
         by_id[parent_id].children.append(child_id)
-
-
-def existing_namespaces(thread_id: str, candidates: Iterable[str]) -> set[str]:
-    """Those of ``candidates`` in which the thread has checkpoints (one query)."""
-    found = (
-        Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns__in=list(candidates))
-        .values_list("checkpoint_ns", flat=True)
-        .distinct()
-    )
-    return set(found)
-
-
-def latest_in(thread_id: str, checkpoint_ns: str) -> str | None:
-    """The id of the newest checkpoint of ``thread_id`` in ``checkpoint_ns``, or ``None``."""
-    return (
-        Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns=checkpoint_ns)
-        .order_by("-checkpoint_id")
-        .values_list("checkpoint_id", flat=True)
-        .first()
-    )
