@@ -4,6 +4,8 @@ by uvicorn (``web``) with a real Celery worker."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from langgraph_sdk import get_sync_client
@@ -436,6 +438,10 @@ BAD_REQUESTS = [
     ("POST", "/threads", {"thread_id": 7}, 422, "thread_id", "valid string"),
     ("POST", "/threads", {"thread_id": "x" * 256}, 422, "thread_id", "at most 255 characters"),
     ("POST", "/threads", {"thread_id": ""}, 422, "thread_id", "at least 1 character"),
+    ("POST", "/threads", {"thread_id": "a/b"}, 422, "thread_id", "cannot hold '/'"),
+    ("POST", "/threads", {"thread_id": ".."}, 422, "thread_id", "cannot hold '/'"),
+    ("POST", "/threads/search", {"offset": 2**63}, 422, "offset", "less than or equal"),
+    ("GET", ON_T1 + "/runs?offset=" + "9" * 30, None, 422, "offset", "less than or equal"),
     ("POST", "/threads", {"thread_id": "a\u0000b"}, 422, "thread_id", "NUL character"),
     ("POST", "/threads", {"metadata": {"a": "\u0000"}}, 422, "metadata", "NUL character"),
     ("POST", "/threads", {"metadata": {"graph_id": "nope"}}, 404, "graph_id", "not registered"),
@@ -494,6 +500,23 @@ BAD_REQUESTS = [
     ("POST", f"{ON_T1}/runs/999999/cancel?action=rollback", None, 422, "action", "not supported"),
 ]
 # fmt: on
+
+
+def test_bodies_must_be_json_and_not_too_large(arranged):
+    """A cross-site page can POST ``text/plain`` without a preflight; the API refuses it
+    (415), so another web page cannot drive it. An oversized body is a 413, not a 500."""
+    before = counts()
+    resume = {**RUN, "command": {"resume": {"decisions": [{"type": "approve"}]}}}
+    sent = httpx.post(
+        arranged["url"] + ON_T1 + "/runs/wait",
+        content=json.dumps(resume),
+        headers={"Content-Type": "text/plain", "Origin": "http://elsewhere.example"},
+    )
+    assert (sent.status_code, sent.json()["field"]) == (415, "body")
+    huge = {**RUN, "input": {"employee": "x" * 3_000_000}}
+    sent = httpx.post(arranged["url"] + ON_T1 + "/runs", json=huge)
+    assert (sent.status_code, sent.json()["field"]) == (413, "body")
+    assert counts() == before
 
 
 @pytest.mark.parametrize(("method", "path", "body", "status", "field", "message"), BAD_REQUESTS)
