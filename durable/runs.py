@@ -272,7 +272,7 @@ def resume(
     ``InvalidRequest`` when nothing is pending (``resume``), when an id is not pending
     (``answers``), or when several are pending and ``answers`` is not used (``resume``).
     Other arguments as for ``start``."""
-    pending = [i.id for i in pending_interrupts(thread)]
+    pending = pending_interrupts(thread)
     if not pending:
         raise InvalidRequest(
             "resume", f"Thread {thread.thread_id!r} has no pending interrupt to resume."
@@ -384,7 +384,7 @@ def answer_again(
     ``fork`` (the thread must have no active run)."""
     base = checkpoint_config(thread, checkpoint_id)
     compiled = _graph_of(thread)
-    pending = [i.id for i in compiled.get_state(base).interrupts]
+    pending = list(compiled.get_state(base).interrupts)
     if not pending:
         raise InvalidRequest(
             "checkpoint_id", f"Checkpoint {checkpoint_id!r} has no interrupt to answer."

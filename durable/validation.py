@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from jsonschema.exceptions import SchemaError
+from jsonschema.validators import validator_for
 from langgraph.constants import END
+from langgraph.types import Interrupt
 
 from durable.checkpoint import check_thread_id
 from durable.graphs import UnknownGraph, get_graph
@@ -125,13 +128,19 @@ def checkpoint_config(thread: Thread, checkpoint_id: Any, checkpoint_ns: str = "
     }
 
 
-def resume_command(pending: list[str], value: Any, answers: Any) -> dict:
+def resume_command(pending: list[Interrupt], value: Any, answers: Any) -> dict:
+    """``{"resume": ...}`` answering ``pending``: ``value`` for a lone interrupt, or
+    ``answers`` ``{interrupt_id: value}``. Each answer to an interrupt whose value carries
+    a JSON Schema ``response_schema`` must match it. Raises ``InvalidRequest``."""
+    by_id = {i.id: i for i in pending}
     if answers is not None:
         if not isinstance(answers, dict) or not answers:
             raise InvalidRequest("answers", "answers must map interrupt ids to values.")
-        if unknown := sorted(set(answers) - set(pending)):
+        if unknown := sorted(set(answers) - set(by_id)):
             raise InvalidRequest("answers", f"Not pending here: {', '.join(unknown)}.")
         check_storable(answers, "answers")
+        for interrupt_id, answer in answers.items():
+            check_response_schema(by_id[interrupt_id], answer, "answers")
         return {"resume": answers}
     if len(pending) > 1:
         raise InvalidRequest(
@@ -139,7 +148,29 @@ def resume_command(pending: list[str], value: Any, answers: Any) -> dict:
             f"{len(pending)} interrupts are pending; answer each by its interrupt id.",
         )
     check_storable(value, "resume")
+    check_response_schema(pending[0], value, "resume")
     return {"resume": value}
+
+
+def check_response_schema(interrupt: Interrupt, answer: Any, field: str) -> None:
+    """Refuse an ``answer`` that does not match the ``response_schema`` (JSON Schema) the
+    interrupt's value carries, if any; a broken schema checks nothing."""
+    value = interrupt.value
+    schema = value.get("response_schema") if isinstance(value, dict) else None
+    if not isinstance(schema, dict):
+        return
+    try:
+        validator = validator_for(schema)(schema)
+        validator.check_schema(schema)
+    except SchemaError:
+        return
+    if error := next(iter(validator.iter_errors(answer)), None):
+        where = "/".join(str(p) for p in error.absolute_path) or "the answer"
+        raise InvalidRequest(
+            field,
+            f"The answer to interrupt {interrupt.id} does not match its response_schema"
+            f" at {where}: {error.message}.",
+        )
 
 
 def run_options(metadata, durability, multitask_strategy, requested_by) -> dict:

@@ -543,3 +543,23 @@ def test_bad_requests_name_the_field_and_change_nothing(
     assert error["field"] == field
     assert message in error["detail"]
     assert (counts(), list(Checkpoint.objects.values_list("checkpoint_id", flat=True))) == before
+
+
+def test_answers_must_match_the_interrupts_response_schema(arranged):
+    from durable import runs
+    from durable.graphs import get_graph
+
+    graph = get_graph("parallel_review")
+    runs.create_thread("parallel_review", thread_id="review")
+    config = {"configurable": {"thread_id": "review"}}
+    graph.invoke({"document": "contract"}, config)
+    legal, finance = (i.id for i in graph.get_state(config).interrupts)
+    before = counts()
+    answers = {legal: {"approved": "yes"}, finance: {"approved": True}}
+    sent = httpx.post(
+        arranged["url"] + "/threads/review/runs",
+        json={"assistant_id": "parallel_review", "command": {"resume": answers}},
+    )
+    assert (sent.status_code, sent.json()["field"]) == (422, "command.resume")
+    assert f"interrupt {legal} does not match its response_schema" in sent.json()["detail"]
+    assert counts() == before
