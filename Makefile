@@ -3,6 +3,8 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+# The runtime dependencies only (make run); $(INSTALLED) adds the test tools (make test).
+RUNTIME := $(VENV)/.runtime
 HOST ?= 127.0.0.1
 PORT ?= 8000
 VAR_DIR := $(or $(DURABLE_VAR_DIR),var)
@@ -20,11 +22,17 @@ $(INSTALLED): pyproject.toml
 
 install: $(INSTALLED)
 
+$(RUNTIME): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
 # Set up, migrate, then serve the console and run a worker beside it (Ctrl-C stops both).
 # uvicorn serves the ASGI application, so run pages and the API stream server-sent
 # events; open streams get 5 s to end when it stops.
 # The worker embeds Celery beat (-B), which schedules the reaper of stale runs.
-run: install
+run: $(RUNTIME)
 	$(BIN)/python manage.py migrate --noinput
 	@echo "Console: http://$(HOST):$(PORT)/"
 	mkdir -p $(VAR_DIR)

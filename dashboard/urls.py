@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from dashboard.views import actions, inbox, runs, store, threads
+from dashboard.views import actions, checkpoints, history, inbox, runs, store, threads
 from durable.api import api
 
 urlpatterns = [
@@ -10,6 +10,15 @@ urlpatterns = [
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/resume/", threads.resume_thread, name="resume"),
     path("runs/<int:pk>/events/", runs.run_events, name="run-events"),
+    # History, the read side (issue 5): the tree, one checkpoint, a diff, the graph.
+    path("threads/<int:pk>/history/", history.thread_history, name="thread-history"),
+    path(
+        "threads/<int:pk>/checkpoints/<str:checkpoint_id>/",
+        checkpoints.checkpoint_detail,
+        name="checkpoint",
+    ),
+    path("threads/<int:pk>/diff/", checkpoints.checkpoint_diff, name="diff"),
+    path("threads/<int:pk>/graph/", checkpoints.thread_graph, name="thread-graph"),
     # The action pages: inbox, fork, replay, run, store.
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/threads/<int:pk>/", inbox.inbox_thread, name="inbox-thread"),

@@ -21,9 +21,11 @@ cron or store routes.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 from urllib.parse import urlencode
 
+from django.core.exceptions import RequestDataTooBig
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
@@ -40,6 +42,9 @@ from durable.metadata import MetadataKeyEquals
 from durable.models import THREAD_ID_MAX_LENGTH, Run, Thread
 from durable.values import jsonable
 
+# The largest offset a database takes (PostgreSQL's OFFSET is a bigint).
+MAX_OFFSET = 2**63 - 1
+
 
 class ApiError(Exception):
     """A refused request: HTTP ``status``, a message, and the input ``field`` at fault."""
@@ -55,9 +60,18 @@ class _BodyNotJSON(ValueError):
 
 class JSONParser(Parser):
     """Parses bodies as JSON, saying where a body fails to parse (ninja turns any parse
-    failure into a 400; ``_http_error`` passes our message on)."""
+    failure into a 400; ``_http_error`` passes our message on).
+
+    A body must say ``Content-Type: application/json`` (else 415): a browser sends a
+    cross-site form or ``text/plain`` POST without asking the server first, but not a
+    JSON one, so this keeps other web pages from driving the API (it has no CSRF token).
+    A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413."""
 
     def parse_body(self, request):
+        if request.content_type != "application/json":
+            raise ApiError(
+                415, "The request body must be JSON (Content-Type: application/json).", "body"
+            )
         try:
             return json.loads(request.body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -102,10 +116,17 @@ def _invalid_request(request, exc: runs.InvalidRequest):
     return _error(request, status, exc.message, _API_FIELDS.get(exc.field, exc.field))
 
 
+@api.exception_handler(RequestDataTooBig)
+def _too_large(request, exc):
+    return _error(request, 413, "The request body is too large.", "body")
+
+
 @api.exception_handler(HttpError)
 def _http_error(request, exc: HttpError):
     if isinstance(exc.__cause__, _BodyNotJSON):
         return _error(request, 400, str(exc.__cause__), "body")
+    if isinstance(exc.__cause__, ApiError):
+        return _api_error(request, exc.__cause__)
     return _error(request, exc.status_code, str(exc))
 
 
@@ -313,7 +334,7 @@ class AssistantSearch(Schema):
     name: str | None = None
     metadata: dict[str, Any] | None = None
     limit: int = Field(10, ge=1, le=1000)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
 
 
 @assistants.post("/search", summary="Search assistants (one per registered graph)")
@@ -342,6 +363,9 @@ threads = Router(tags=["threads"])
 
 
 ThreadId = Field(None, min_length=1, max_length=THREAD_ID_MAX_LENGTH)
+# Ids a URL path cannot carry back as one segment: clients and proxies resolve "." and
+# "..", and "/" splits the segment, so such a thread could be created but never reached.
+UNREACHABLE_THREAD_IDS = re.compile(r"/|^\.{1,2}$")
 
 
 class ThreadCreate(Strict):
@@ -364,6 +388,8 @@ def create_thread(request, body: ThreadCreate = None):
         raise ApiError(404, f"Graph {graph!r} is not registered.", "graph_id")
     if body.thread_id is not None:
         runs.check_storable(body.thread_id, "thread_id")
+        if UNREACHABLE_THREAD_IDS.search(body.thread_id):
+            raise ApiError(422, "thread_id cannot hold '/' or be '.' or '..' in URLs.", "thread_id")
         if existing := _find_thread(request, body.thread_id):
             if body.if_exists == "raise":
                 raise ApiError(409, f"Thread {body.thread_id!r} already exists.", "thread_id")
@@ -376,7 +402,7 @@ class ThreadSearch(Strict):
     ids: list[str] | None = None
     status: Literal["idle", "busy", "interrupted", "error"] | None = None
     limit: int = Field(10, ge=1, le=100)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
     sort_by: Literal["thread_id", "status", "created_at", "updated_at"] = "created_at"
     sort_order: Literal["asc", "desc"] = "desc"
 
@@ -719,7 +745,7 @@ async def stream_run(request, thread_id: str, body: RunCreate):
 
 class RunsQuery(Strict):
     limit: int = Field(10, ge=1, le=1000)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
     status: str | None = None
 
 

@@ -78,3 +78,17 @@ def _sqlite_test(value: Any) -> tuple[str, tuple]:
     if isinstance(value, str):
         return "m.type = 'text' AND m.value = %s", (value,)
     return "m.type IN ('object', 'array') AND json(m.value) = json(%s)", (canonical(value),)
+
+
+class IndexedMetadataKeyEquals(MetadataKeyEquals):
+    """``MetadataKeyEquals`` that a GIN index on the column can serve on PostgreSQL:
+    ``column @> {key: value}`` finds the candidates through the index, and the key
+    equality keeps this module's rule (containment alone would also match a part of a
+    nested value). Elsewhere the same as ``MetadataKeyEquals``."""
+
+    def as_sql(self, compiler, connection, **extra):
+        sql, params = super().as_sql(compiler, connection, **extra)
+        if connection.vendor != "postgresql":
+            return sql, params
+        column, _ = compiler.compile(self.source_expressions[0])
+        return f"({column} @> %s AND {sql})", (canonical({self.key: self.value}), *params)

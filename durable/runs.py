@@ -2,7 +2,7 @@
 
 Requests: ``create_thread``, ``start``, ``resume``, ``fork``, ``replay``,
 ``answer_again``, ``cancel``, ``delete_thread``. Reading: ``thread_state``, ``state_at``,
-``thread_history``, ``pending_interrupts``.
+``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``.
 
 Every request is validated before anything is written: a refused request raises
 ``InvalidRequest`` naming the field at fault and leaves no Run row, no checkpoint and no
@@ -71,6 +71,8 @@ __all__ = [
     "config_for",
     "thread_state",
     "state_at",
+    "pending_writes",
+    "graph_drawing",
     "thread_history",
     "pending_interrupts",
     "GraphShape",
@@ -126,12 +128,44 @@ def thread_state(thread: Thread, *, subgraphs: bool = False) -> StateSnapshot:
     return get_graph(thread.graph).get_state(config_for(thread), subgraphs=subgraphs)
 
 
-def state_at(thread: Thread, checkpoint_id: str, *, subgraphs: bool = False) -> StateSnapshot:
-    """The ``StateSnapshot`` at one of the thread's checkpoints (``subgraphs`` as for
-    ``thread_state``). Raises ``InvalidRequest("checkpoint_id")`` when the thread has no
-    such checkpoint."""
-    config = checkpoint_config(thread, checkpoint_id)
-    return _graph_of(thread).get_state(config, subgraphs=subgraphs)
+def state_at(
+    thread: Thread, checkpoint_id: str, *, checkpoint_ns: str = "", subgraphs: bool = False
+) -> StateSnapshot:
+    """The ``StateSnapshot`` at one of the thread's checkpoints, in the graph itself or,
+    with ``checkpoint_ns`` (``"node:task_id"`` parts joined by ``|``), in one of its
+    subgraphs (``subgraphs`` as for ``thread_state``). Raises
+    ``InvalidRequest("checkpoint_id")`` when the thread has no such checkpoint, and
+    ``InvalidRequest("checkpoint_ns")`` when the graph has no subgraph there."""
+    config = checkpoint_config(thread, checkpoint_id, checkpoint_ns)
+    try:
+        return _graph_of(thread).get_state(config, subgraphs=subgraphs)
+    except ValueError as exc:
+        if checkpoint_ns and "Subgraph" in str(exc):
+            raise InvalidRequest(
+                "checkpoint_ns", f"Graph {thread.graph!r} has no subgraph at {checkpoint_ns!r}."
+            ) from None
+        raise
+
+
+def pending_writes(
+    thread: Thread, checkpoint_id: str, *, checkpoint_ns: str = ""
+) -> list[tuple[str, str, Any]]:
+    """The writes saved against one of the thread's checkpoints, decoded by the saver's
+    serde: ``[(task_id, channel, value), ...]`` in LangGraph's order (task path, task
+    id, index). They are the tasks' results that the next checkpoint applied, or, on
+    the latest checkpoint, what a resumed run keeps (finished parallel tasks,
+    interrupts, errors). Errors as for ``state_at``."""
+    config = checkpoint_config(thread, checkpoint_id, checkpoint_ns)
+    found = _graph_of(thread).checkpointer.get_tuple(config)
+    return list(found.pending_writes or []) if found else []
+
+
+def graph_drawing(thread: Thread):
+    """LangGraph's own drawing of the thread's graph (``compiled.get_graph()``): a
+    ``langchain_core.runnables.graph.Graph`` with ``nodes`` ({id: Node}) and ``edges``
+    (``source``, ``target``, ``conditional``). Raises ``InvalidRequest("thread")`` for a
+    thread with no graph yet."""
+    return _graph_of(thread).get_graph()
 
 
 def thread_history(
@@ -286,7 +320,7 @@ def resume(
     ``InvalidRequest`` when nothing is pending (``resume``), when an id is not pending
     (``answers``), or when several are pending and ``answers`` is not used (``resume``).
     Other arguments as for ``start``."""
-    pending = [i.id for i in pending_interrupts(thread)]
+    pending = pending_interrupts(thread)
     if not pending:
         raise InvalidRequest(
             "resume", f"Thread {thread.thread_id!r} has no pending interrupt to resume."
@@ -403,7 +437,7 @@ def answer_again(
     ``fork`` (the thread must have no active run)."""
     base = checkpoint_config(thread, checkpoint_id)
     compiled = _graph_of(thread)
-    pending = [i.id for i in compiled.get_state(base).interrupts]
+    pending = list(compiled.get_state(base).interrupts)
     if not pending:
         raise InvalidRequest(
             "checkpoint_id", f"Checkpoint {checkpoint_id!r} has no interrupt to answer."
@@ -508,6 +542,11 @@ def _check_rollback_base(thread: Thread, checkpoint_id: str, strategy: str) -> N
 def _update_state(compiled, base: dict, values: Any, as_node: str | None) -> dict:
     """``update_state`` in the caller's transaction (it calls the saver on this thread's
     connection), its refusals as ``InvalidRequest``."""
+    if as_node is not None and as_node != COPY:
+        # LangGraph records no node on an update's checkpoint (metadata "writes" is
+        # gone), and the update's task path does not name it: the saver merges the
+        # config's metadata, so the history can say which node the fork counts as.
+        base = {**base, "metadata": {"as_node": as_node}}
     try:
         return compiled.update_state(base, values, as_node=as_node)
     except InvalidUpdateError as exc:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from jsonschema.exceptions import SchemaError
+from jsonschema.validators import validator_for
 from langgraph.constants import END
+from langgraph.types import Interrupt
 
 from durable.checkpoint import check_thread_id
 from durable.graphs import UnknownGraph, get_graph
@@ -30,7 +33,7 @@ class InvalidRequest(ValueError):
     """A request that was refused before anything changed. ``field`` names the input at
     fault: ``graph``, ``thread``, ``input``, ``resume``, ``answers``, ``checkpoint_id``,
     ``values``, ``as_node``, ``metadata``, ``durability``, ``multitask_strategy``,
-    ``requested_by`` or ``run``; ``message`` says what is wrong in words."""
+    ``requested_by``, ``run`` or ``checkpoint_ns``; ``message`` says what is wrong in words."""
 
     def __init__(self, field: str, message: str):
         super().__init__(message)
@@ -100,36 +103,44 @@ def check_update(compiled, values: Any, as_node: Any) -> None:
         _check_keys(values, keys, "values", "Unknown state key(s)", "The state has")
 
 
-def checkpoint_config(thread: Thread, checkpoint_id: Any) -> dict:
-    """The config of the thread's checkpoint ``checkpoint_id`` (root namespace): one
-    index lookup. Raises ``InvalidRequest("checkpoint_id")``."""
+def checkpoint_config(thread: Thread, checkpoint_id: Any, checkpoint_ns: str = "") -> dict:
+    """The config of the thread's checkpoint ``checkpoint_id`` in ``checkpoint_ns`` (by
+    default the root namespace, the graph's own): one index lookup. Raises
+    ``InvalidRequest("checkpoint_id")``."""
     if not isinstance(checkpoint_id, str) or not checkpoint_id:
         raise InvalidRequest("checkpoint_id", "checkpoint_id must be a checkpoint id.")
     if len(checkpoint_id) > CHECKPOINT_ID_MAX_LENGTH or not (
         Checkpoint.objects.filter(
-            thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id
+            thread_id=thread.thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
         ).exists()
     ):
+        where = f" in namespace {checkpoint_ns[:200]!r}" if checkpoint_ns else ""
         raise InvalidRequest(
             "checkpoint_id",
-            f"Thread {thread.thread_id!r} has no checkpoint {checkpoint_id[:80]!r}.",
+            f"Thread {thread.thread_id!r} has no checkpoint {checkpoint_id[:80]!r}{where}.",
         )
     return {
         "configurable": {
             "thread_id": thread.thread_id,
-            "checkpoint_ns": "",
+            "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": checkpoint_id,
         }
     }
 
 
-def resume_command(pending: list[str], value: Any, answers: Any) -> dict:
+def resume_command(pending: list[Interrupt], value: Any, answers: Any) -> dict:
+    """``{"resume": ...}`` answering ``pending``: ``value`` for a lone interrupt, or
+    ``answers`` ``{interrupt_id: value}``. Each answer to an interrupt whose value carries
+    a JSON Schema ``response_schema`` must match it. Raises ``InvalidRequest``."""
+    by_id = {i.id: i for i in pending}
     if answers is not None:
         if not isinstance(answers, dict) or not answers:
             raise InvalidRequest("answers", "answers must map interrupt ids to values.")
-        if unknown := sorted(set(answers) - set(pending)):
+        if unknown := sorted(set(answers) - set(by_id)):
             raise InvalidRequest("answers", f"Not pending here: {', '.join(unknown)}.")
         check_storable(answers, "answers")
+        for interrupt_id, answer in answers.items():
+            check_response_schema(by_id[interrupt_id], answer, "answers")
         return {"resume": answers}
     if len(pending) > 1:
         raise InvalidRequest(
@@ -137,7 +148,29 @@ def resume_command(pending: list[str], value: Any, answers: Any) -> dict:
             f"{len(pending)} interrupts are pending; answer each by its interrupt id.",
         )
     check_storable(value, "resume")
+    check_response_schema(pending[0], value, "resume")
     return {"resume": value}
+
+
+def check_response_schema(interrupt: Interrupt, answer: Any, field: str) -> None:
+    """Refuse an ``answer`` that does not match the ``response_schema`` (JSON Schema) the
+    interrupt's value carries, if any; a broken schema checks nothing."""
+    value = interrupt.value
+    schema = value.get("response_schema") if isinstance(value, dict) else None
+    if not isinstance(schema, dict):
+        return
+    try:
+        validator = validator_for(schema)(schema)
+        validator.check_schema(schema)
+    except SchemaError:
+        return
+    if error := next(iter(validator.iter_errors(answer)), None):
+        where = "/".join(str(p) for p in error.absolute_path) or "the answer"
+        raise InvalidRequest(
+            field,
+            f"The answer to interrupt {interrupt.id} does not match its response_schema"
+            f" at {where}: {error.message}.",
+        )
 
 
 def run_options(metadata, durability, multitask_strategy, requested_by) -> dict:

@@ -4,6 +4,8 @@ by uvicorn (``web``) with a real Celery worker."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from langgraph_sdk import get_sync_client
@@ -436,6 +438,10 @@ BAD_REQUESTS = [
     ("POST", "/threads", {"thread_id": 7}, 422, "thread_id", "valid string"),
     ("POST", "/threads", {"thread_id": "x" * 256}, 422, "thread_id", "at most 255 characters"),
     ("POST", "/threads", {"thread_id": ""}, 422, "thread_id", "at least 1 character"),
+    ("POST", "/threads", {"thread_id": "a/b"}, 422, "thread_id", "cannot hold '/'"),
+    ("POST", "/threads", {"thread_id": ".."}, 422, "thread_id", "cannot hold '/'"),
+    ("POST", "/threads/search", {"offset": 2**63}, 422, "offset", "less than or equal"),
+    ("GET", ON_T1 + "/runs?offset=" + "9" * 30, None, 422, "offset", "less than or equal"),
     ("POST", "/threads", {"thread_id": "a\u0000b"}, 422, "thread_id", "NUL character"),
     ("POST", "/threads", {"metadata": {"a": "\u0000"}}, 422, "metadata", "NUL character"),
     ("POST", "/threads", {"metadata": {"graph_id": "nope"}}, 404, "graph_id", "not registered"),
@@ -496,6 +502,23 @@ BAD_REQUESTS = [
 # fmt: on
 
 
+def test_bodies_must_be_json_and_not_too_large(arranged):
+    """A cross-site page can POST ``text/plain`` without a preflight; the API refuses it
+    (415), so another web page cannot drive it. An oversized body is a 413, not a 500."""
+    before = counts()
+    resume = {**RUN, "command": {"resume": {"decisions": [{"type": "approve"}]}}}
+    sent = httpx.post(
+        arranged["url"] + ON_T1 + "/runs/wait",
+        content=json.dumps(resume),
+        headers={"Content-Type": "text/plain", "Origin": "http://elsewhere.example"},
+    )
+    assert (sent.status_code, sent.json()["field"]) == (415, "body")
+    huge = {**RUN, "input": {"employee": "x" * 3_000_000}}
+    sent = httpx.post(arranged["url"] + ON_T1 + "/runs", json=huge)
+    assert (sent.status_code, sent.json()["field"]) == (413, "body")
+    assert counts() == before
+
+
 @pytest.mark.parametrize(("method", "path", "body", "status", "field", "message"), BAD_REQUESTS)
 def test_bad_requests_name_the_field_and_change_nothing(
     arranged, method, path, body, status, field, message
@@ -520,3 +543,23 @@ def test_bad_requests_name_the_field_and_change_nothing(
     assert error["field"] == field
     assert message in error["detail"]
     assert (counts(), list(Checkpoint.objects.values_list("checkpoint_id", flat=True))) == before
+
+
+def test_answers_must_match_the_interrupts_response_schema(arranged):
+    from durable import runs
+    from durable.graphs import get_graph
+
+    graph = get_graph("parallel_review")
+    runs.create_thread("parallel_review", thread_id="review")
+    config = {"configurable": {"thread_id": "review"}}
+    graph.invoke({"document": "contract"}, config)
+    legal, finance = (i.id for i in graph.get_state(config).interrupts)
+    before = counts()
+    answers = {legal: {"approved": "yes"}, finance: {"approved": True}}
+    sent = httpx.post(
+        arranged["url"] + "/threads/review/runs",
+        json={"assistant_id": "parallel_review", "command": {"resume": answers}},
+    )
+    assert (sent.status_code, sent.json()["field"]) == (422, "command.resume")
+    assert f"interrupt {legal} does not match its response_schema" in sent.json()["detail"]
+    assert counts() == before

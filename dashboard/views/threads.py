@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 
-from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import (
     HttpResponseRedirect,
 )
@@ -16,12 +14,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access, interrupts
 from dashboard.forms import ResumeForm, StartRunForm
+from dashboard.views import history
 from durable import runs
 from durable.graphs import example_input, graph_names
-from durable.models import Run, Thread
-
-THREADS_PER_PAGE = 50
-HISTORY_LIMIT = 50
+from durable.models import Run
 
 
 @require_GET
@@ -52,13 +48,11 @@ def _see_other(url: str) -> HttpResponseRedirect:
 
 
 def _render_thread_list(request, form, status=200):
-    threads = access.threads(request)
-    if wanted := request.GET.get("status"):
-        threads = threads.filter(status=wanted)
-    page = Paginator(threads.order_by("-updated_at", "-pk"), THREADS_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
-    counts = dict(access.threads(request).values_list("status").annotate(n=Count("pk")))
+    return history.render_thread_list(request, _start_forms(form), status=status)
+
+
+def _start_forms(form) -> dict:
+    """The start-run form of each graph; the submitted one keeps its input and errors."""
     submitted = form.data.get("graph") if form.is_bound else None
     start_forms = [
         {
@@ -73,18 +67,7 @@ def _render_thread_list(request, form, status=200):
         for name in graph_names()
     ]
     orphan_errors = form.errors if form.is_bound and submitted not in graph_names() else {}
-    return render(
-        request,
-        "dashboard/thread_list.html",
-        {
-            "page": page,
-            "status_tabs": [(v, label, counts.get(v, 0)) for v, label in Thread.Status.choices],
-            "status_filter": wanted or "",
-            "start_forms": start_forms,
-            "orphan_errors": orphan_errors,
-        },
-        status=status,
-    )
+    return {"start_forms": start_forms, "orphan_errors": orphan_errors}
 
 
 @require_GET
@@ -134,8 +117,8 @@ def _render_thread(request, thread, form=None, status=200):
         "thread": thread,
         "last_seq": _last_seq(active_run),
         "state": state,
-        "history": runs.thread_history(thread, limit=HISTORY_LIMIT),
-        "history_limit": HISTORY_LIMIT,
+        # The first page of the checkpoint tree; older pages are on the history page.
+        "tree": history.tree_context(thread),
         "recent_runs": thread.runs.all()[:10],
         "active_run": active_run,
         "pending": pending,

@@ -1,0 +1,159 @@
+"""What changed between two states: paths (DeepDiff) and a side-by-side line diff.
+
+Lists of messages are compared by message id, not by position: a message inserted in
+the middle is one added path, not every later message changed. Their paths read
+``messages[id=abc].content``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any
+
+from deepdiff import DeepDiff
+
+from dashboard.present import is_message
+from durable.values import jsonable, pretty
+
+ADDED, REMOVED, CHANGED = "added", "removed", "changed"
+_KINDS = {
+    "dictionary_item_added": ADDED,
+    "iterable_item_added": ADDED,
+    "set_item_added": ADDED,
+    "attribute_added": ADDED,
+    "dictionary_item_removed": REMOVED,
+    "iterable_item_removed": REMOVED,
+    "set_item_removed": REMOVED,
+    "attribute_removed": REMOVED,
+    "values_changed": CHANGED,
+    "type_changes": CHANGED,
+}
+CONTEXT_LINES = 3
+
+
+@dataclass
+class Change:
+    """One changed path: ``kind`` (added / removed / changed), ``path`` (text), and the
+    ``old``/``new`` values (``None`` when absent on that side)."""
+
+    kind: str
+    path: str
+    old: Any = None
+    new: Any = None
+
+
+@dataclass
+class Line:
+    """A row of the side-by-side diff. ``kind``: ``equal``, ``replace``, ``delete``,
+    ``insert``, or ``skip`` (``a_no`` unchanged lines left out)."""
+
+    kind: str
+    a_no: int | None = None
+    a_text: str = ""
+    b_no: int | None = None
+    b_text: str = ""
+
+
+def changes(a: Any, b: Any) -> list[Change]:
+    """The paths that differ from state ``a`` to state ``b``, in path order."""
+    diff = DeepDiff(
+        _keyed(jsonable(a)),
+        _keyed(jsonable(b)),
+        view="tree",
+        verbose_level=2,
+        # Always name the paths inside, however little two objects share.
+        threshold_to_diff_deeper=0,
+    )
+    found = []
+    for category, levels in diff.items():
+        kind = _KINDS.get(category, CHANGED)
+        for level in levels:
+            found.append(
+                Change(
+                    kind=kind,
+                    path=path_text(level.path(output_format="list")),
+                    old=None if kind == ADDED else level.t1,
+                    new=None if kind == REMOVED else level.t2,
+                )
+            )
+    return sorted(found, key=lambda c: c.path)
+
+
+def path_text(parts: list) -> str:
+    """``['messages', 'id=1', 'content']`` → ``messages[id=1].content``."""
+    text = ""
+    for part in parts:
+        if isinstance(part, int) or (isinstance(part, str) and part.startswith("id=")):
+            text += f"[{part}]"
+        elif text:
+            text += f".{part}"
+        else:
+            text = str(part)
+    return text or "(the whole state)"
+
+
+def _keyed(value: Any) -> Any:
+    """``value`` with each list of messages that all have ids turned into a dict keyed
+    ``id=<id>``, recursively."""
+    if isinstance(value, dict):
+        return {k: _keyed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        if value and all(is_message(m) and m.get("id") for m in value):
+            ids = [m["id"] for m in value]
+            if len(set(ids)) == len(ids):
+                return {f"id={m['id']}": _keyed(m) for m in value}
+        return [_keyed(v) for v in value]
+    return value
+
+
+def side_by_side(a: Any, b: Any, context: int = CONTEXT_LINES) -> list[Line]:
+    """Rows of a line diff of the pretty JSON of ``a`` and ``b``; runs of unchanged
+    lines longer than twice ``context`` are cut to ``context`` lines each side."""
+    left, right = pretty(a).splitlines(), pretty(b).splitlines()
+    rows: list[Line] = []
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            rows.extend(_equal_rows(left, i1, i2, j1, context))
+            continue
+        for k in range(max(i2 - i1, j2 - j1)):
+            i, j = i1 + k, j1 + k
+            rows.append(
+                Line(
+                    kind=tag,
+                    a_no=i + 1 if i < i2 else None,
+                    a_text=left[i] if i < i2 else "",
+                    b_no=j + 1 if j < j2 else None,
+                    b_text=right[j] if j < j2 else "",
+                )
+            )
+    _trim_edges(rows, context)
+    return rows
+
+
+def _equal_rows(left: list[str], i1: int, i2: int, j1: int, context: int) -> list[Line]:
+    def row(i: int) -> Line:
+        return Line("equal", i + 1, left[i], j1 + (i - i1) + 1, left[i])
+
+    if i2 - i1 <= 2 * context:
+        return [row(i) for i in range(i1, i2)]
+    head = [row(i) for i in range(i1, i1 + context)]
+    tail = [row(i) for i in range(i2 - context, i2)]
+    return [*head, Line("skip", a_no=i2 - i1 - 2 * context), *tail]
+
+
+def _trim_edges(rows: list[Line], context: int) -> None:
+    """Unchanged lines before the first change and after the last keep ``context``."""
+    changed = [i for i, r in enumerate(rows) if r.kind not in ("equal", "skip")]
+    if not changed:
+        rows[:] = []
+        return
+    last = changed[-1] + context + 1
+    if last < len(rows):
+        cut = sum(r.a_no if r.kind == "skip" else 1 for r in rows[last:])
+        rows[last:] = [Line("skip", a_no=cut)]
+    first = max(changed[0] - context, 0)
+    if first > 0:
+        cut = sum(r.a_no if r.kind == "skip" else 1 for r in rows[:first])
+        rows[:first] = [Line("skip", a_no=cut)]
