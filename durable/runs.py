@@ -546,7 +546,7 @@ def _update_state(compiled, base: dict, values: Any, as_node: str | None) -> dic
         # LangGraph records no node on an update's checkpoint (metadata "writes" is
         # gone), and the update's task path does not name it: the saver merges the
         # config's metadata, so the history can say which node the fork counts as.
-        base = {**base, "metadata": {"as_node": as_node}}
+        base = {**base, "metadata": {**base.get("metadata", {}), "as_node": as_node}}
     try:
         return compiled.update_state(base, values, as_node=as_node)
     except InvalidUpdateError as exc:

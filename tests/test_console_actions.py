@@ -80,6 +80,7 @@ def test_a_fork_keeps_its_metadata_on_the_checkpoint_it_writes():
     row = Checkpoint.objects.get(thread_id=thread.thread_id, checkpoint_id=result.checkpoint_id)
     assert row.metadata["reason"] == "dup"
     assert row.metadata["source"] == "update"
+    assert row.metadata["as_node"] == "__end__"  # the history's own record, kept beside it
     # Closed without resuming: nothing pending, nothing next, the thread idle.
     assert runs.pending_interrupts(thread) == []
     assert runs.thread_state(thread).next == ()
