@@ -26,17 +26,6 @@ def hitl_actions(value):
 
 
 @register.filter
-def field(form, name):
-    """The bound field ``name`` of ``form`` (names built from interrupt ids)."""
-    return form[name]
-
-
-@register.simple_tag
-def field_name(*parts) -> str:
-    return "-".join(str(p) for p in parts)
-
-
-@register.filter
 def markdown(text) -> str:
     """``text`` as markdown rendered to HTML, then sanitised by nh3 (a safelist: no
     scripts, styles, event handlers or ``javascript:`` links), so an interrupt's

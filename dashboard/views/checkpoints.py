@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from dashboard import access, diffs, graphpic, present
 from dashboard.views.history import form_errors, query_params
+from dashboard.views.pages import render_page
 from durable import history, runs
 
 NS_MAX_LENGTH = 2000
@@ -77,12 +78,9 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
         "graph_url": reverse("thread-graph", args=[thread.pk])
         + query_params(checkpoint=checkpoint_id if not ns else ""),
     }
-    template = "dashboard/checkpoint.html"
-    if request.htmx and request.htmx.target == "checkpoint-detail":
-        template += "#detail"
-    response = render(request, template, context)
-    response["Vary"] = "HX-Request"
-    return response
+    return render_page(
+        request, "dashboard/checkpoint.html", context, target="checkpoint-detail", part="detail"
+    )
 
 
 def _tasks(thread, snapshot, ns: str) -> list[dict]:

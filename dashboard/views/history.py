@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET
 
 from dashboard import access, lanes, treehtml
 from dashboard.filters import SORTS, PageForm, ThreadFilter, keyset_page
+from dashboard.views.pages import render_page
 from durable import history
 from durable.models import Thread
 
@@ -38,12 +39,14 @@ def render_thread_list(request, extra: dict, status: int = 200):
     context = {**extra, **threads_context(request)}
     if context["filter_errors"] and status == 200:
         status = 400
-    template = "dashboard/thread_list.html"
-    if request.htmx and request.htmx.target == "thread-results":
-        template += "#results"
-    response = render(request, template, context, status=status)
-    response["Vary"] = "HX-Request"
-    return response
+    return render_page(
+        request,
+        "dashboard/thread_list.html",
+        context,
+        target="thread-results",
+        part="results",
+        status=status,
+    )
 
 
 def threads_context(request) -> dict:
@@ -146,12 +149,8 @@ def thread_history(request, pk: int):
         context = {"thread": thread, "tree": None, "tree_errors": form_errors(form)}
         return render(request, "dashboard/history.html", context, status=400)
     tree = tree_context(thread, **form.cleaned_data)
-    template = "dashboard/history.html"
-    if request.htmx and request.htmx.target == "tree":
-        template += "#tree"
-    response = render(request, template, {"thread": thread, "tree": tree})
-    response["Vary"] = "HX-Request"
-    return response
+    context = {"thread": thread, "tree": tree}
+    return render_page(request, "dashboard/history.html", context, target="tree", part="tree")
 
 
 def tree_context(thread: Thread, *, ns: str = "", before: str = "", after: str = "") -> dict:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 
 from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
+from dashboard.views.pages import render_page
 from durable import events, runs
 from durable.models import Run, RunEvent
 
@@ -100,12 +101,15 @@ def _render_run(request, run: Run, *, error: str = "", status: int = 200, partia
         "reason": (run.metadata or {}).get("reason", ""),
         "error": error,
     }
-    template = "dashboard/run_detail.html"
-    if partial or (request.htmx and request.htmx.target == "run-live"):
-        template += "#live"
-    response = render(request, template, context, status=status)
-    response["Vary"] = "HX-Request"
-    return response
+    return render_page(
+        request,
+        "dashboard/run_detail.html",
+        context,
+        target="run-live",
+        part="live",
+        status=status,
+        part_only=partial,
+    )
 
 
 def _elapsed(run: Run):

@@ -8,13 +8,13 @@ import json
 from django.http import (
     HttpResponseRedirect,
 )
-from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard import access, interrupts
+from dashboard import access
 from dashboard.forms import ResumeForm, StartRunForm
 from dashboard.views import history
+from dashboard.views.pages import render_page
 from durable import runs
 from durable.graphs import example_input, graph_names
 from durable.models import Run
@@ -99,16 +99,6 @@ def _last_seq(run) -> int:
     return run.events.order_by("-seq").values_list("seq", flat=True).first() or 0
 
 
-def _one_click(pending) -> bool:
-    """One interrupt with one HITL action: each decision is its own submit button.
-    Otherwise decisions are radio buttons, sent together with one submit."""
-    return (
-        len(pending) == 1
-        and interrupts.kind_of(pending[0].value) == interrupts.HITL
-        and len(interrupts.hitl_actions(pending[0].value)) == 1
-    )
-
-
 def _render_thread(request, thread, form=None, status=200):
     state = runs.thread_state(thread)
     active_run = thread.runs.filter(status__in=Run.ACTIVE).first()
@@ -122,12 +112,8 @@ def _render_thread(request, thread, form=None, status=200):
         "recent_runs": thread.runs.all()[:10],
         "active_run": active_run,
         "pending": pending,
-        "one_click": _one_click(pending),
         "resume_form": form or ResumeForm(pending),
     }
-    template = "dashboard/thread_detail.html"
-    if request.htmx and request.htmx.target == "live":
-        template += "#live"
-    response = render(request, template, context, status=status)
-    response["Vary"] = "HX-Request"
-    return response
+    return render_page(
+        request, "dashboard/thread_detail.html", context, target="live", part="live", status=status
+    )

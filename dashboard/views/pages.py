@@ -1,0 +1,16 @@
+"""Rendering a page or, for htmx, one of its partials."""
+
+from __future__ import annotations
+
+from django.shortcuts import render
+
+
+def render_page(request, template, context, *, target, part, status=200, part_only=False):
+    """``template`` rendered whole, or only its partial ``part`` (django-template-partials'
+    ``"page.html#part"``) when htmx targets the element ``target`` or ``part_only`` is
+    set. The response says ``Vary: HX-Request``, since it depends on that header."""
+    if part_only or (request.htmx and request.htmx.target == target):
+        template = f"{template}#{part}"
+    response = render(request, template, context, status=status)
+    response["Vary"] = "HX-Request"
+    return response
