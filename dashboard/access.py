@@ -1,17 +1,22 @@
-"""What the console shows a request: every queryset of a view starts here, so that
-tenant scoping (issue 6) lands in one place. Until tenants exist, everything is visible."""
+"""What the console shows a request, and what it may do: every queryset of a view starts
+here, scoped to the request's tenant (``dashboard.tenancy``). Anything of another tenant
+is a 404, exactly as if it did not exist."""
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from durable.models import Run, Thread
+from durable.models import AuditEvent, Run, Thread
+from durable.tenancy import may_act
 
 
 def threads(request) -> QuerySet[Thread]:
-    """The threads ``request`` may see."""
-    return Thread.objects.all()
+    """The threads ``request`` may see: its tenant's (none without a tenant)."""
+    if request.tenant is None:
+        return Thread.objects.none()
+    return Thread.objects.filter(tenant=request.tenant)
 
 
 def runs(request) -> QuerySet[Run]:
@@ -19,7 +24,27 @@ def runs(request) -> QuerySet[Run]:
     return Run.objects.filter(thread__in=threads(request))
 
 
+def audit_events(request) -> QuerySet[AuditEvent]:
+    """The audit trail of the request's tenant."""
+    if request.tenant is None:
+        return AuditEvent.objects.none()
+    return AuditEvent.objects.filter(tenant=request.tenant)
+
+
 def thread_or_404(request, pk: int) -> Thread:
     """Thread ``pk`` if ``request`` may see it; otherwise ``Http404``, as for a thread
     that does not exist."""
     return get_object_or_404(threads(request), pk=pk)
+
+
+def may_act_here(request) -> bool:
+    """Whether the request's role may resume, fork, replay, cancel and delete."""
+    return request.role is not None and may_act(request.role)
+
+
+def require_operator(request) -> None:
+    """Raise ``PermissionDenied`` (403) unless the request may change threads and runs.
+    Views call it after looking up what they act on, so that another tenant's thread is
+    a 404 even to a viewer."""
+    if not may_act_here(request):
+        raise PermissionDenied("Viewers cannot change threads or runs.")

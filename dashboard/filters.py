@@ -84,7 +84,7 @@ class ThreadFilter(django_filters.FilterSet):
         field_name="updated_at", lookup_expr="lt", label="Updated before"
     )
     q = django_filters.CharFilter(
-        field_name="thread_id", lookup_expr="icontains", label="Thread id contains"
+        field_name="name", lookup_expr="icontains", label="Thread id contains"
     )
 
     class Meta:

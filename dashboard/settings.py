@@ -57,6 +57,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Login for the console, and the request's tenant and role (the API uses tokens).
+    "dashboard.tenancy.TenantMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -196,4 +198,5 @@ DURABLE_SERDE_ALLOWLIST = [
     name for name in os.environ.get("DURABLE_SERDE_ALLOWLIST", "").split(",") if name
 ]
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "threads"

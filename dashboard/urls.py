@@ -1,7 +1,9 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard.views import actions, checkpoints, history, inbox, runs, store, threads
+from dashboard import tenancy
+from dashboard.views import actions, audit, checkpoints, history, inbox, runs, store, threads
 from durable.api import api
 
 urlpatterns = [
@@ -29,6 +31,10 @@ urlpatterns = [
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("runs/<int:pk>/cancel/", runs.cancel_run, name="cancel-run"),
     path("store/", store.store, name="store"),
+    path("audit/", audit.audit, name="audit"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("tenant/", tenancy.switch_tenant, name="switch-tenant"),
     path("admin/", admin.site.urls),
     # The Agent Server-shaped API, with its OpenAPI docs at /api/docs.
     path("api/", api.urls),

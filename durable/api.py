@@ -32,11 +32,12 @@ from django.urls import reverse
 from django.utils import timezone
 from langgraph.types import StateSnapshot
 from ninja import Field, NinjaAPI, Query, Router, Schema
-from ninja.errors import HttpError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
+from ninja.security import APIKeyHeader
 from pydantic import AliasChoices, ConfigDict
 
-from durable import events, runs
+from durable import events, runs, tenancy
 from durable.graphs import graph_names
 from durable.metadata import MetadataKeyEquals
 from durable.models import THREAD_ID_MAX_LENGTH, Run, Thread
@@ -80,12 +81,25 @@ class JSONParser(Parser):
             raise _BodyNotJSON("The request body is nested too deeply.") from None
 
 
+class TenantToken(APIKeyHeader):
+    """A tenant's API token (``durable.tenancy``) in the ``x-api-key`` header, as
+    ``langgraph-sdk`` sends ``api_key``. ``request.auth`` is then the ``ApiToken``:
+    its tenant scopes every lookup, its role decides whether the request may change
+    anything."""
+
+    param_name = "x-api-key"
+
+    def authenticate(self, request, key):
+        return tenancy.authenticate(key)
+
+
 api = NinjaAPI(
     title="Durable console API",
     version="1",
     description=__doc__,
     urls_namespace="api",
     parser=JSONParser(),
+    auth=TenantToken(),
 )
 
 
@@ -96,6 +110,11 @@ def _error(request, status: int, message: str, field: str | None = None) -> Http
 @api.exception_handler(ApiError)
 def _api_error(request, exc: ApiError):
     return _error(request, exc.status, exc.message, exc.field)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request, exc):
+    return _error(request, 401, "Send a valid API token in the x-api-key header.", "x-api-key")
 
 
 # durable.runs names its inputs; the API's requests name some of them differently.
@@ -154,16 +173,30 @@ def _validation_error(request, exc: ValidationError):
 
 
 def _threads(request: HttpRequest) -> QuerySet[Thread]:
-    """Every thread this request may see. The API is open for now: tenancy (issue 5)
-    narrows this one queryset, and every lookup below goes through it, runs included
-    (they are reached only through their thread)."""
-    return Thread.objects.all()
+    """The threads of the token's tenant. Every lookup below goes through this one
+    queryset, runs included (they are reached only through their thread), so another
+    tenant's thread is a 404 like one that does not exist."""
+    return Thread.objects.filter(tenant=request.auth.tenant)
 
 
 def _find_thread(request: HttpRequest, thread_id: str) -> Thread | None:
+    """The tenant's thread named ``thread_id`` (``Thread.name``: the id the tenant
+    gave it; the checkpointer's own id is never shown)."""
     if "\x00" in thread_id:  # no thread has one, and PostgreSQL cannot compare it
         return None
-    return _threads(request).filter(thread_id=thread_id).first()
+    return _threads(request).filter(name=thread_id).first()
+
+
+def _may_change(request: HttpRequest) -> None:
+    """403 for a viewer's token: it reads, it does not resume, fork, replay, cancel,
+    create or delete."""
+    if not tenancy.may_act(request.auth.role):
+        raise ApiError(403, "This token is a viewer's: it cannot change threads or runs.")
+
+
+def _caller(request: HttpRequest) -> str:
+    """Who asked, as runs and the audit trail record it."""
+    return f"token:{request.auth.name}"
 
 
 def _thread(request: HttpRequest, thread_id: str) -> Thread:
@@ -178,12 +211,8 @@ def _run(thread: Thread, run_id: str) -> Run:
     valid = run_id.isascii() and run_id.isdigit() and len(run_id) <= 18
     run = thread.runs.filter(pk=int(run_id)).first() if valid else None
     if run is None:
-        raise ApiError(404, f"Run {run_id!r} not found on thread {thread.thread_id!r}.", "run_id")
+        raise ApiError(404, f"Run {run_id!r} not found on thread {thread.name!r}.", "run_id")
     return run
-
-
-# Who asked, as runs record it. Tenancy (issue 5) will name the authenticated client.
-API_CALLER = "api"
 
 
 def _graph(assistant_id: str) -> str:
@@ -212,12 +241,12 @@ class CheckpointRef(Strict):
     checkpoint_map: dict[str, Any] | None = None
 
 
-def _checkpoint(config: dict | None) -> dict | None:
+def _checkpoint(config: dict | None, thread: Thread) -> dict | None:
     if not config:
         return None
     c = config["configurable"]
     return {
-        "thread_id": c.get("thread_id"),
+        "thread_id": thread.name,
         "checkpoint_ns": c.get("checkpoint_ns", ""),
         "checkpoint_id": c.get("checkpoint_id"),
         "checkpoint_map": c.get("checkpoint_map"),
@@ -228,7 +257,7 @@ def _interrupt(item) -> dict:
     return {"value": jsonable(item.value), "id": item.id}
 
 
-def _task(task) -> dict:
+def _task(task, thread: Thread) -> dict:
     error = task.error
     if isinstance(error, BaseException):
         error = f"{type(error).__name__}({error})"
@@ -238,22 +267,22 @@ def _task(task) -> dict:
         "name": task.name,
         "error": jsonable(error) if error is not None else None,
         "interrupts": [_interrupt(i) for i in task.interrupts],
-        "checkpoint": _checkpoint(state) if isinstance(state, dict) else None,
-        "state": _state(state) if isinstance(state, StateSnapshot) else None,
+        "checkpoint": _checkpoint(state, thread) if isinstance(state, dict) else None,
+        "state": _state(state, thread) if isinstance(state, StateSnapshot) else None,
         "result": jsonable(task.result) if task.result is not None else None,
     }
 
 
-def _state(snapshot: StateSnapshot) -> dict:
-    """A ``StateSnapshot`` as the Agent Server's ``ThreadState``."""
+def _state(snapshot: StateSnapshot, thread: Thread) -> dict:
+    """A ``StateSnapshot`` of ``thread`` as the Agent Server's ``ThreadState``."""
     return {
         "values": jsonable(snapshot.values),
         "next": list(snapshot.next),
-        "checkpoint": _checkpoint(snapshot.config),
+        "checkpoint": _checkpoint(snapshot.config, thread),
         "metadata": jsonable(snapshot.metadata),
         "created_at": snapshot.created_at,
-        "parent_checkpoint": _checkpoint(snapshot.parent_config),
-        "tasks": [_task(t) for t in snapshot.tasks],
+        "parent_checkpoint": _checkpoint(snapshot.parent_config, thread),
+        "tasks": [_task(t, thread) for t in snapshot.tasks],
         "interrupts": [_interrupt(i) for i in snapshot.interrupts],
     }
 
@@ -271,7 +300,7 @@ def _thread_json(thread: Thread) -> dict:
     if thread.graph:
         metadata.update(graph_id=thread.graph, assistant_id=thread.graph)
     return {
-        "thread_id": thread.thread_id,
+        "thread_id": thread.name,
         "created_at": thread.created_at,
         "updated_at": thread.updated_at,
         "metadata": metadata,
@@ -287,7 +316,7 @@ def _run_json(run: Run) -> dict:
     started from, ``interrupts`` it stopped at, ``error`` and why it was stopped."""
     return {
         "run_id": str(run.pk),
-        "thread_id": run.thread.thread_id,
+        "thread_id": run.thread.name,
         "assistant_id": run.graph,
         "created_at": run.created_at,
         "updated_at": run.ended_at or run.started_at or run.created_at,
@@ -394,7 +423,11 @@ def create_thread(request, body: ThreadCreate = None):
             if body.if_exists == "raise":
                 raise ApiError(409, f"Thread {body.thread_id!r} already exists.", "thread_id")
             return _thread_json(existing)
-    return _thread_json(runs.create_thread(graph, thread_id=body.thread_id, metadata=metadata))
+    _may_change(request)
+    created = runs.create_thread(
+        graph, thread_id=body.thread_id, metadata=metadata, tenant=request.auth.tenant
+    )
+    return _thread_json(created)
 
 
 class ThreadSearch(Strict):
@@ -422,9 +455,10 @@ def search_threads(request, body: ThreadSearch = None):
     if body.status:
         found = found.filter(status=body.status)
     if body.ids is not None:
-        found = found.filter(thread_id__in=body.ids)
+        found = found.filter(name__in=body.ids)
     sign = "-" if body.sort_order == "desc" else ""
-    found = found.order_by(f"{sign}{body.sort_by}", f"{sign}pk")
+    order = "name" if body.sort_by == "thread_id" else body.sort_by
+    found = found.order_by(f"{sign}{order}", f"{sign}pk")
     return [_thread_json(t) for t in found[body.offset : body.offset + body.limit]]
 
 
@@ -441,7 +475,7 @@ def _state_at(thread: Thread, checkpoint_id: str, field: str, subgraphs: bool) -
         snapshot = runs.state_at(thread, checkpoint_id, subgraphs=subgraphs)
     except runs.InvalidRequest as exc:
         raise runs.InvalidRequest(field, exc.message) from None
-    return _state(snapshot)
+    return _state(snapshot, thread)
 
 
 class StateQuery(Schema):
@@ -452,7 +486,7 @@ class StateQuery(Schema):
 def get_state(request, thread_id: str, query: Query[StateQuery]):
     """The latest ``ThreadState``; with ``subgraphs``, each task's subgraph state."""
     thread = _thread(request, thread_id)
-    return _state(runs.thread_state(thread, subgraphs=query.subgraphs))
+    return _state(runs.thread_state(thread, subgraphs=query.subgraphs), thread)
 
 
 class StateUpdate(Strict):
@@ -469,6 +503,7 @@ def update_state(request, thread_id: str, body: StateUpdate):
     ``__copy__``, ``__input__``, ``__end__``). History is not edited: a new checkpoint
     branches off that one. Returns ``{"checkpoint": ...}``, the new checkpoint."""
     thread = _thread(request, thread_id)
+    _may_change(request)
     checkpoint_id = (body.checkpoint.checkpoint_id if body.checkpoint else None) or (
         body.checkpoint_id
     )
@@ -482,13 +517,13 @@ def update_state(request, thread_id: str, body: StateUpdate):
     field = "checkpoint.checkpoint_id" if body.checkpoint else "checkpoint_id"
     try:
         forked = runs.fork(
-            thread, checkpoint_id, body.values, as_node=body.as_node, requested_by=API_CALLER
+            thread, checkpoint_id, body.values, as_node=body.as_node, requested_by=_caller(request)
         )
     except runs.InvalidRequest as exc:
         if exc.field == "checkpoint_id":
             raise runs.InvalidRequest(field, exc.message) from None
         raise
-    return {"checkpoint": _checkpoint(forked.config)}
+    return {"checkpoint": _checkpoint(forked.config, thread)}
 
 
 class StateAtCheckpoint(Strict):
@@ -513,7 +548,9 @@ def get_state_at(request, thread_id: str, checkpoint_id: str, query: Query[State
 def delete_thread(request, thread_id: str):
     """Deletes the thread, its runs and events and all its checkpoints. 409 while a run
     is running (cancel it first)."""
-    runs.delete_thread(_thread(request, thread_id))
+    thread = _thread(request, thread_id)
+    _may_change(request)
+    runs.delete_thread(thread, requested_by=_caller(request))
     return 204, None
 
 
@@ -537,7 +574,7 @@ def get_history(request, thread_id: str, body: HistoryQuery = None):
         raise ApiError(422, "Subgraph histories are not served yet.", "checkpoint.checkpoint_ns")
     before = body.before.checkpoint_id if isinstance(body.before, CheckpointRef) else body.before
     history = runs.thread_history(thread, body.limit, before=before, filter=body.metadata)
-    return [_state(s) for s in history]
+    return [_state(s, thread) for s in history]
 
 
 # -- runs ---------------------------------------------------------------------------
@@ -568,12 +605,12 @@ class RunCreate(Strict):
     def modes(self) -> list[str]:
         return _modes(self.stream_mode)
 
-    def options(self) -> dict:
+    def options(self, request: HttpRequest) -> dict:
         return {
             "metadata": self.metadata,
             "durability": self.durability,
             "multitask_strategy": self.multitask_strategy,
-            "requested_by": API_CALLER,
+            "requested_by": _caller(request),
         }
 
 
@@ -609,6 +646,7 @@ def _create_run(request, thread_id: str, body: RunCreate) -> Run:
     thread = _find_thread(request, thread_id)
     if thread is None and (body.if_not_exists != "create" or body.input is None):
         raise ApiError(404, f"Thread {thread_id!r} not found.", "thread_id")
+    _may_change(request)
     if thread is not None and thread.graph and thread.graph != graph:
         raise ApiError(
             422,
@@ -621,23 +659,29 @@ def _create_run(request, thread_id: str, body: RunCreate) -> Run:
     if body.command is not None and body.input is not None:
         raise ApiError(422, "Send either input or command, not both.", "input")
     if body.command is not None:
-        return _resume(thread, body, checkpoint_id)
+        return _resume(request, thread, body, checkpoint_id)
     if checkpoint_id is not None:
         if body.input is not None:
             raise ApiError(
                 422, "A run from a past checkpoint takes no input; fork with update_state.", "input"
             )
-        return runs.replay(thread, checkpoint_id, **body.options())
+        return runs.replay(thread, checkpoint_id, **body.options(request))
     if body.input is None:
         raise ApiError(422, "A run needs an input (or a command).", "input")
-    return runs.start(graph, body.input, thread_id=thread_id, **body.options())
+    return runs.start(
+        graph,
+        body.input,
+        thread_id=thread_id,
+        tenant=request.auth.tenant,
+        **body.options(request),
+    )
 
 
-def _resume(thread: Thread, body: RunCreate, checkpoint_id: str | None) -> Run:
+def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None) -> Run:
     value = body.command.resume
     if checkpoint_id is None:
         pending = [i.id for i in runs.pending_interrupts(thread)]
-        return runs.resume(thread, **_resume_args(pending, value), **body.options())
+        return runs.resume(thread, **_resume_args(pending, value), **body.options(request))
     if body.multitask_strategy != "reject":
         raise ApiError(
             422,
@@ -646,12 +690,12 @@ def _resume(thread: Thread, body: RunCreate, checkpoint_id: str | None) -> Run:
             "multitask_strategy",
         )
     pending = [i.id for i in runs.state_at(thread, checkpoint_id).interrupts]
-    options = {k: v for k, v in body.options().items() if k != "multitask_strategy"}
+    options = {k: v for k, v in body.options(request).items() if k != "multitask_strategy"}
     return runs.answer_again(thread, checkpoint_id, **_resume_args(pending, value), **options)
 
 
 def _run_path(run: Run) -> str:
-    return reverse("api:get_run", args=[run.thread.thread_id, run.pk])
+    return reverse("api:get_run", args=[run.thread.name, run.pk])
 
 
 def _located(response: HttpResponse, run: Run) -> HttpResponse:
@@ -817,7 +861,9 @@ async def cancel_run(request, thread_id: str, run_id: str, query: Query[CancelQu
 
 
 def _cancel(request, thread_id: str, run_id: str) -> Run:
-    return runs.cancel(_run(_thread(request, thread_id), run_id), requested_by=API_CALLER)
+    run = _run(_thread(request, thread_id), run_id)
+    _may_change(request)
+    return runs.cancel(run, requested_by=_caller(request))
 
 
 api.add_router("/assistants", assistants)

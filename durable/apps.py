@@ -8,4 +8,10 @@ class DurableConfig(AppConfig):
 
     def ready(self):
         # Connects the signal that NOTIFYs web processes of each new RunEvent.
+        # Records every login in the audit trail (durable.audit).
+        from django.contrib.auth.signals import user_logged_in
+
         from durable import events  # noqa: F401
+        from durable.audit import record_login
+
+        user_logged_in.connect(record_login, dispatch_uid="durable-audit-login")

@@ -11,6 +11,7 @@ knows the thread. ``Thread`` and ``Run`` are the console's own index of what it 
 from contextlib import nullcontext
 from typing import Any
 
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, models, transaction
 from django.db.models import Max, Subquery, Value
@@ -102,11 +103,69 @@ class CheckpointWrite(models.Model):
         ]
 
 
-class Thread(models.Model):
-    """A thread the console knows: the graph it runs and where it stands.
+class Tenant(models.Model):
+    """Who a thread belongs to. ``slug`` is the tenant's id where one is shown or stored
+    (API tokens, store namespaces): it never changes once created."""
 
-    The tenant arrives with multi-tenancy (issue 5): a ``tenant`` foreign key goes here,
-    and uniqueness becomes (tenant, thread_id).
+    DEFAULT_SLUG = "default"
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        # A staff auditor: reads every tenant's threads and audit trail, changes nothing.
+        permissions = [("audit_all_tenants", "Can read every tenant's threads and audit trail")]
+
+    def __str__(self):
+        return self.slug
+
+    @classmethod
+    def default(cls) -> "Tenant":
+        """The tenant of threads created without one (scripts, the embedded demo); made
+        by migration 0010, which moved every earlier thread into it."""
+        tenant, _ = cls.objects.get_or_create(slug=cls.DEFAULT_SLUG, defaults={"name": "Default"})
+        return tenant
+
+
+class Role(models.TextChoices):
+    """What a member (or an API token) may do in its tenant: a viewer reads; an
+    operator also resumes, forks, replays, cancels and deletes; an admin also manages
+    the tenant's tokens and retention."""
+
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+
+class Membership(models.Model):
+    """``user`` belongs to ``tenant`` with ``role``."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "tenant"], name="membership_once_per_tenant")
+        ]
+
+    def __str__(self):
+        return f"{self.user} in {self.tenant} ({self.role})"
+
+
+class Thread(models.Model):
+    """A thread the console knows: its tenant, the graph it runs and where it stands.
+
+    ``thread_id`` is the id the checkpointer files its checkpoints under (LangGraph's
+    ``configurable.thread_id``), unique across tenants. ``name`` is the id the tenant
+    knows the thread by, in the console and the API, unique within the tenant: the same
+    as ``thread_id`` for a thread created without one, else the id its creator supplied
+    (then ``thread_id`` is a fresh UUID), so that two tenants may use the same id
+    without seeing each other.
     """
 
     class Status(models.TextChoices):
@@ -115,7 +174,9 @@ class Thread(models.Model):
         INTERRUPTED = "interrupted"
         ERROR = "error"
 
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="threads")
     thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH, unique=True)
+    name = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
     graph = models.CharField(max_length=100)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.IDLE)
     metadata = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
@@ -124,9 +185,12 @@ class Thread(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="thread_name_per_tenant")
+        ]
 
     def __str__(self):
-        return self.thread_id
+        return self.name
 
 
 class Run(models.Model):
@@ -380,3 +444,125 @@ class StoreItem(models.Model):
 
     def __str__(self):
         return f"{self.namespace} {self.key}"
+
+
+class ApiToken(models.Model):
+    """A tenant's API key, sent as the ``x-api-key`` header (what ``langgraph-sdk``
+    sends for ``api_key=``). Only its SHA-256 ``digest`` is stored: the token is a
+    random 256-bit secret, shown once when created (``durable.tenancy.create_token``),
+    so a fast hash is enough and a leaked table reveals no usable key."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.OPERATOR)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=12, editable=False, help_text="To recognise it.")
+    created_by = models.CharField(max_length=150, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self):
+        return f"{self.tenant}: {self.name} ({self.prefix}…)"
+
+
+class AuditEventQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        raise PermissionError("audit events are append-only")
+
+    def delete(self):
+        raise PermissionError("audit events are append-only")
+
+
+class AuditEvent(models.Model):
+    """One operator action, append-only: who (``actor``), in which tenant, did what
+    (``action``) to what (thread, checkpoint, run), why (``reason``), and the thread's
+    newest checkpoint before and after. Rows are never changed or deleted: the model
+    and its queryset refuse to, and a database trigger (migration 0010) refuses any
+    UPDATE that goes around them."""
+
+    class Action(models.TextChoices):
+        START = "start"
+        RESUME = "resume"
+        FORK = "fork"
+        REPLAY = "replay"
+        CANCEL = "cancel"
+        DELETE = "delete"
+        PRUNE = "prune"
+        RETENTION_CHANGE = "retention_change"
+        TOKEN_CREATE = "token_create"
+        TOKEN_REVOKE = "token_revoke"
+        LOGIN = "login"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, null=True, blank=True, related_name="audit_events"
+    )
+    actor = models.CharField(max_length=200)
+    action = models.CharField(max_length=32, choices=Action.choices)
+    # Plain values, not foreign keys: the trail outlives what it names.
+    thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH, blank=True)
+    thread_name = models.CharField(max_length=THREAD_ID_MAX_LENGTH, blank=True)
+    run_id = models.BigIntegerField(null=True, blank=True)
+    checkpoint_id = models.CharField(max_length=64, blank=True)
+    checkpoint_before = models.CharField(max_length=64, blank=True)
+    checkpoint_after = models.CharField(max_length=64, blank=True)
+    reason = models.TextField(blank=True)
+    detail = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
+
+    objects = AuditEventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["tenant", "-created_at"], name="audit_tenant_time")]
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise PermissionError("audit events are append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("audit events are append-only")
+
+    def __str__(self):
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action}"
+
+
+class RetentionPolicy(models.Model):
+    """How long a tenant keeps history, for all its graphs or for one (``graph``).
+
+    Threads not updated for ``max_age`` are either deleted (``delete``) or pruned to
+    their latest checkpoint (``keep_latest``); with ``keep_last`` set, every thread
+    keeps only its last N checkpoints, whatever its age. A graph's own policy wins over
+    the tenant's catch-all one (``graph`` blank). Applied by ``durable.retention``."""
+
+    class Strategy(models.TextChoices):
+        DELETE = "delete"
+        KEEP_LATEST = "keep_latest"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="retention")
+    graph = models.CharField(max_length=100, blank=True, help_text="Blank: every graph.")
+    max_age = models.DurationField(null=True, blank=True, help_text="e.g. 30 00:00:00")
+    strategy = models.CharField(
+        max_length=16, choices=Strategy.choices, default=Strategy.KEEP_LATEST
+    )
+    keep_last = models.PositiveIntegerField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "retention policies"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "graph"], name="retention_once_per_graph"),
+            models.CheckConstraint(
+                condition=models.Q(max_age__isnull=False) | models.Q(keep_last__isnull=False),
+                name="retention_has_a_limit",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(keep_last__isnull=True) | models.Q(keep_last__gte=1),
+                name="retention_keeps_one",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.tenant} {self.graph or '*'}"

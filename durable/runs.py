@@ -29,10 +29,11 @@ from langgraph.constants import START
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot
 
+from durable import audit
 from durable.checkpoint import DjangoSaver
 from durable.graphs import get_graph
 from durable.metadata import canonical
-from durable.models import Checkpoint, Run, Thread
+from durable.models import Checkpoint, Run, Tenant, Thread
 from durable.scheduling import (
     active_runs,
     end_pending,
@@ -247,22 +248,36 @@ def graph_shape(thread: Thread) -> GraphShape:
 
 
 def create_thread(
-    graph: str | None, *, thread_id: str | None = None, metadata: dict | None = None
+    graph: str | None,
+    *,
+    thread_id: str | None = None,
+    metadata: dict | None = None,
+    tenant: Tenant | None = None,
 ) -> Thread:
-    """A new thread of ``graph`` with no run and no checkpoint yet; ``thread_id`` defaults
-    to a random UUID. With ``graph`` ``None`` the thread's first run binds it to a graph
-    (the Agent Server's bare ``POST /threads``). Raises ``InvalidRequest`` for an unknown
-    graph (``graph``), an id over 255 characters or already taken (``thread``), or
-    metadata that is not a JSON object (``metadata``)."""
+    """A new thread of ``graph`` in ``tenant`` (default: ``Tenant.default()``) with no
+    run and no checkpoint yet. ``thread_id`` is the id the tenant gives it (its
+    ``name``); without one, a random UUID. With ``graph`` ``None`` the thread's first
+    run binds it to a graph (the Agent Server's bare ``POST /threads``). Raises
+    ``InvalidRequest`` for an unknown graph (``graph``), an id over 255 characters or
+    already taken in the tenant (``thread``), or metadata that is not a JSON object
+    (``metadata``)."""
     if graph is not None:
         compiled_graph(graph)
-    thread_id = checked_thread_id(thread_id) if thread_id is not None else str(uuid.uuid4())
+    name = checked_thread_id(thread_id) if thread_id is not None else None
     # Sorted keys: SQLite compares nested metadata as text (durable.metadata).
     metadata = json.loads(canonical(checked_metadata(metadata)))
+    tenant = tenant or Tenant.default()
     with transaction.atomic():
-        if Thread.objects.filter(thread_id=thread_id).exists():
-            raise InvalidRequest("thread", f"Thread {thread_id!r} already exists.")
-        return Thread.objects.create(thread_id=thread_id, graph=graph or "", metadata=metadata)
+        if name is not None and tenant.threads.filter(name=name).exists():
+            raise InvalidRequest("thread", f"Thread {name!r} already exists.")
+        return _new_thread(tenant, name, graph=graph or "", metadata=metadata)
+
+
+def _new_thread(tenant: Tenant, name: str | None, **fields) -> Thread:
+    """The checkpointer files a thread under a fresh UUID, whatever the tenant calls it,
+    so that two tenants' threads of the same name never share a checkpoint."""
+    key = str(uuid.uuid4())
+    return Thread.objects.create(tenant=tenant, thread_id=key, name=name or key, **fields)
 
 
 def start(
@@ -274,9 +289,11 @@ def start(
     durability: str = "async",
     multitask_strategy: str = "reject",
     requested_by: Any = None,
+    tenant: Tenant | None = None,
 ) -> Run:
     """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
-    channels) on a new thread, or on ``thread_id`` (created if it does not exist).
+    channels) on a new thread of ``tenant`` (default: ``Tenant.default()``), or on its
+    thread named ``thread_id`` (created if it does not exist).
 
     ``metadata`` (a JSON object) is kept on the Run and added to the metadata of every
     checkpoint the run writes. ``durability`` is LangGraph's ``sync | async | exit``.
@@ -287,19 +304,25 @@ def start(
     options = run_options(metadata, durability, multitask_strategy, requested_by)
     if thread_id is not None:
         thread_id = checked_thread_id(thread_id)
+    tenant = tenant or Tenant.default()
     with transaction.atomic():
-        thread, created = Thread.objects.get_or_create(
-            thread_id=thread_id or str(uuid.uuid4()), defaults={"graph": graph}
-        )
+        if thread_id is None:
+            thread, created = _new_thread(tenant, None, graph=graph), True
+        else:  # get_or_create: two requests may create the same name at once
+            thread, created = tenant.threads.get_or_create(
+                name=thread_id, defaults={"thread_id": str(uuid.uuid4()), "graph": graph}
+            )
         thread = lock_thread(thread)
         if not thread.graph:  # created bare: its first run binds it to a graph
             thread.graph = graph
             thread.save(update_fields=["graph", "updated_at"])
         if not created and thread.graph != graph:
             raise InvalidRequest(
-                "graph", f"Thread {thread.thread_id!r} runs graph {thread.graph!r}, not {graph!r}."
+                "graph", f"Thread {thread.name!r} runs graph {thread.graph!r}, not {graph!r}."
             )
-        return submit(thread, kind=Run.Kind.START, input=input, **options)
+        return _audited(
+            audit.Action.START, submit(thread, kind=Run.Kind.START, input=input, **options)
+        )
 
 
 def resume(
@@ -323,12 +346,13 @@ def resume(
     pending = pending_interrupts(thread)
     if not pending:
         raise InvalidRequest(
-            "resume", f"Thread {thread.thread_id!r} has no pending interrupt to resume."
+            "resume", f"Thread {thread.name!r} has no pending interrupt to resume."
         )
     command = resume_command(pending, value, answers)
     options = run_options(metadata, durability, multitask_strategy, requested_by)
     with transaction.atomic():
-        return submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
+        created = submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
+        return _audited(audit.Action.RESUME, created)
 
 
 def fork(
@@ -373,7 +397,18 @@ def fork(
         thread = lock_thread(thread)
         _refuse_if_busy(thread, "fork")
         # The saver adds the config's metadata to the checkpoint's.
+        before = audit.head_checkpoint(thread)
         config = _update_state(compiled, {**base, "metadata": options["metadata"]}, values, as_node)
+        audit.record(
+            audit.Action.FORK,
+            actor=options["requested_by"],
+            thread=thread,
+            checkpoint_id=checkpoint_id,
+            before=before,
+            after=config["configurable"]["checkpoint_id"],
+            reason=_reason(options),
+            detail={"as_node": as_node, "run": run},
+        )
         if not run:
             set_thread_status(thread, Thread.Status.IDLE)
             return ForkResult(config)
@@ -407,7 +442,8 @@ def replay(
     with transaction.atomic():
         thread = lock_thread(thread)
         _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
-        return submit(thread, kind=Run.Kind.REPLAY, checkpoint_id=checkpoint_id, **options)
+        created = submit(thread, kind=Run.Kind.REPLAY, checkpoint_id=checkpoint_id, **options)
+        return _audited(audit.Action.REPLAY, created)
 
 
 def answer_again(
@@ -447,8 +483,9 @@ def answer_again(
     with transaction.atomic():
         thread = lock_thread(thread)
         _refuse_if_busy(thread, "fork")
+        before = audit.head_checkpoint(thread)
         config = _update_state(compiled, base, None, COPY)
-        return submit(
+        created = submit(
             thread,
             kind=Run.Kind.RESUME,
             command=command,
@@ -456,9 +493,10 @@ def answer_again(
             forked_from=checkpoint_id,
             **options,
         )
+        return _audited(audit.Action.RESUME, created, before=before, after=created.checkpoint_id)
 
 
-def cancel(run: Run, *, requested_by: Any = None) -> Run:
+def cancel(run: Run, *, requested_by: Any = None, reason: str = "") -> Run:
     """Cancel ``run``. A pending run ends ``cancelled`` at once (its Celery task is
     revoked, and a worker that still receives it skips it); a running one is asked to
     stop at its next super-step boundary (``RunControl.request_drain``, see
@@ -477,10 +515,18 @@ def cancel(run: Run, *, requested_by: Any = None) -> Run:
             end_pending(current, Run.Status.CANCELLED, detail)
         else:
             request_stop(current.pk, Run.Stop.CANCEL, detail)
+        audit.record(
+            audit.Action.CANCEL,
+            actor=requested_by,
+            thread=run.thread,
+            run=run,
+            reason=reason,
+            detail={"was": current.status},
+        )
     return Run.objects.get(pk=run.pk)
 
 
-def delete_thread(thread: Thread) -> None:
+def delete_thread(thread: Thread, *, requested_by: Any = None, reason: str = "") -> None:
     """Delete the thread, its runs and their events, and every checkpoint, blob and
     write it has in any namespace (``DjangoSaver.delete_thread``), in one transaction.
     Raises ``InvalidRequest("thread")`` while a run is running: its worker would go on
@@ -489,9 +535,16 @@ def delete_thread(thread: Thread) -> None:
         thread = lock_thread(thread)
         if thread.runs.filter(status=Run.Status.RUNNING).exists():
             raise InvalidRequest(
-                "thread", f"Thread {thread.thread_id!r} has a running run; cancel it first."
+                "thread", f"Thread {thread.name!r} has a running run; cancel it first."
             )
         # The saver writes on this thread's connection, so this joins the transaction.
+        audit.record(
+            audit.Action.DELETE,
+            actor=requested_by,
+            thread=thread,
+            before=audit.head_checkpoint(thread),
+            reason=reason,
+        )
         saver = get_graph(thread.graph).checkpointer if thread.graph else DjangoSaver()
         saver.delete_thread(thread.thread_id)
         thread.delete()
@@ -500,11 +553,31 @@ def delete_thread(thread: Thread) -> None:
 # -- helpers ----------------------------------------------------------------------------
 
 
+def _reason(options: dict) -> str:
+    reason = options["metadata"].get("reason", "")
+    return reason if isinstance(reason, str) else ""
+
+
+def _audited(action: str, run: Run, **checkpoints: str) -> Run:
+    """Record the request of ``run`` in the audit trail; returns ``run``."""
+    audit.record(
+        action,
+        actor=run.requested_by,
+        thread=run.thread,
+        run=run,
+        checkpoint_id=run.checkpoint_id or run.forked_from,
+        reason=_reason({"metadata": run.metadata}),
+        detail={"multitask_strategy": run.multitask_strategy},
+        **checkpoints,
+    )
+    return run
+
+
 def _graph_of(thread: Thread):
     """The compiled graph of ``thread``; a bare thread has none until its first run."""
     if not thread.graph:
         raise InvalidRequest(
-            "thread", f"Thread {thread.thread_id!r} has no graph yet: start a run on it first."
+            "thread", f"Thread {thread.name!r} has no graph yet: start a run on it first."
         )
     return get_graph(thread.graph)
 
@@ -513,7 +586,7 @@ def _refuse_if_busy(thread: Thread, what: str) -> None:
     if active := active_runs(thread):
         raise InvalidRequest(
             "thread",
-            f"Thread {thread.thread_id!r} has an active run (run {active[0].pk}, "
+            f"Thread {thread.name!r} has an active run (run {active[0].pk}, "
             f"{active[0].status}); a {what} must wait until it ends, or cancel it.",
         )
 

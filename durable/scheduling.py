@@ -46,7 +46,7 @@ def submit(thread: Thread, *, multitask_strategy: str, **fields) -> Run:
     if active and multitask_strategy == Run.MultitaskStrategy.REJECT:
         raise InvalidRequest(
             "thread",
-            f"Thread {thread.thread_id!r} already has an active run (run {active[0].pk}, "
+            f"Thread {thread.name!r} already has an active run (run {active[0].pk}, "
             f"{active[0].status}); pass multitask_strategy enqueue, interrupt or rollback "
             "to run anyway.",
         )

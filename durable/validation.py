@@ -117,7 +117,7 @@ def checkpoint_config(thread: Thread, checkpoint_id: Any, checkpoint_ns: str = "
         where = f" in namespace {checkpoint_ns[:200]!r}" if checkpoint_ns else ""
         raise InvalidRequest(
             "checkpoint_id",
-            f"Thread {thread.thread_id!r} has no checkpoint {checkpoint_id[:80]!r}{where}.",
+            f"Thread {thread.name!r} has no checkpoint {checkpoint_id[:80]!r}{where}.",
         )
     return {
         "configurable": {

@@ -220,4 +220,56 @@ def pgvector_database(django_db_setup, django_db_blocker, tmp_path_factory):
     server.cleanup()
 
 
+# -- who is asking ------------------------------------------------------------------------
+
+PASSWORD = "a-test-password-1"
+
+
+def member(username: str, tenant=None, role: str = "operator"):
+    """A user who is a ``role`` of ``tenant`` (default: the default tenant), with
+    password ``PASSWORD``."""
+    from django.contrib.auth import get_user_model
+
+    from durable.models import Membership, Tenant
+
+    user = get_user_model().objects.create_user(username, password=PASSWORD)
+    Membership.objects.create(user=user, tenant=tenant or Tenant.default(), role=role)
+    return user
+
+
+@pytest.fixture
+def operator(db):
+    """An operator of the default tenant, where ``durable.runs`` puts threads made
+    without a tenant."""
+    return member("operator")
+
+
+@pytest.fixture
+def client(operator):
+    """Django's test client, logged in as ``operator`` (the console needs a login)."""
+    from django.test import Client
+
+    logged_in = Client()
+    logged_in.force_login(operator)
+    return logged_in
+
+
+@pytest.fixture
+def api_key(db) -> str:
+    """An operator's API token of the default tenant, for the ``x-api-key`` header."""
+    from durable.models import Tenant
+    from durable.tenancy import create_token
+
+    return create_token(Tenant.default(), "tests")[1]
+
+
+def log_in(page, base_url: str, username: str = "operator", password: str = PASSWORD) -> None:
+    """Log ``page`` in through the console's login form."""
+    page.goto(f"{base_url}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
 from tests.webserver import web  # noqa: E402, F401  (the ASGI server fixture)

@@ -24,8 +24,8 @@ APPROVE = {"decisions": [{"type": "approve"}]}
 
 
 @pytest.fixture
-def client(web):
-    with get_sync_client(url=f"{web.url}/api", api_key=None) as sdk:
+def client(web, api_key):
+    with get_sync_client(url=f"{web.url}/api", api_key=api_key) as sdk:
         yield sdk
 
 
@@ -396,7 +396,7 @@ def test_a_busy_thread_refuses_a_second_run_and_a_running_run_can_be_cancelled(
     assert client.runs.join(thread_id, run["run_id"])["log"] == ["fast", "slow"]
     cancelled = client.runs.get(thread_id, run["run_id"])
     assert cancelled["status"] == "cancelled"
-    assert cancelled["stop_detail"] == "cancelled by api"
+    assert cancelled["stop_detail"] == "cancelled by token:tests"
     assert runs_of(tmp_path, "after") == 0
 
 
@@ -404,7 +404,7 @@ def test_a_busy_thread_refuses_a_second_run_and_a_running_run_can_be_cancelled(
 
 
 @pytest.fixture
-def arranged(web):
+def arranged(web, api_key):
     """Thread ``t1`` of expense_approval stopped at its interrupt, a bare thread, and a
     checkpoint of another thread the console does not know; the graph runs in this
     process through the real saver, so no worker is needed."""
@@ -412,14 +412,19 @@ def arranged(web):
     from durable.graphs import get_graph
 
     graph = get_graph("expense_approval")
-    runs.create_thread("expense_approval", thread_id="t1")
-    graph.invoke(EXPENSE, {"configurable": {"thread_id": "t1"}})
+    t1 = {
+        "configurable": {
+            "thread_id": runs.create_thread("expense_approval", thread_id="t1").thread_id
+        }
+    }
+    graph.invoke(EXPENSE, t1)
     runs.create_thread(None, thread_id="bare")
     graph.invoke(EXPENSE, {"configurable": {"thread_id": "elsewhere"}})
     foreign = graph.get_state({"configurable": {"thread_id": "elsewhere"}}).config
-    latest = graph.get_state({"configurable": {"thread_id": "t1"}}).config
-    *_, first, _ = graph.get_state_history({"configurable": {"thread_id": "t1"}})
+    latest = graph.get_state(t1).config
+    *_, first, _ = graph.get_state_history(t1)
     return {
+        "headers": {"x-api-key": api_key},
         "first": first.config["configurable"]["checkpoint_id"],
         "url": f"{web.url}/api",
         "foreign": foreign["configurable"]["checkpoint_id"],
@@ -510,11 +515,15 @@ def test_bodies_must_be_json_and_not_too_large(arranged):
     sent = httpx.post(
         arranged["url"] + ON_T1 + "/runs/wait",
         content=json.dumps(resume),
-        headers={"Content-Type": "text/plain", "Origin": "http://elsewhere.example"},
+        headers={
+            "Content-Type": "text/plain",
+            "Origin": "http://elsewhere.example",
+            **arranged["headers"],
+        },
     )
     assert (sent.status_code, sent.json()["field"]) == (415, "body")
     huge = {**RUN, "input": {"employee": "x" * 3_000_000}}
-    sent = httpx.post(arranged["url"] + ON_T1 + "/runs", json=huge)
+    sent = httpx.post(arranged["url"] + ON_T1 + "/runs", json=huge, headers=arranged["headers"])
     assert (sent.status_code, sent.json()["field"]) == (413, "body")
     assert counts() == before
 
@@ -536,7 +545,7 @@ def test_bad_requests_name_the_field_and_change_nothing(
         method,
         arranged["url"] + path,
         content=content,
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", **arranged["headers"]},
     )
     assert response.status_code == status, response.text
     error = response.json()
@@ -550,8 +559,8 @@ def test_answers_must_match_the_interrupts_response_schema(arranged):
     from durable.graphs import get_graph
 
     graph = get_graph("parallel_review")
-    runs.create_thread("parallel_review", thread_id="review")
-    config = {"configurable": {"thread_id": "review"}}
+    review = runs.create_thread("parallel_review", thread_id="review")
+    config = {"configurable": {"thread_id": review.thread_id}}
     graph.invoke({"document": "contract"}, config)
     legal, finance = (i.id for i in graph.get_state(config).interrupts)
     before = counts()
@@ -559,6 +568,7 @@ def test_answers_must_match_the_interrupts_response_schema(arranged):
     sent = httpx.post(
         arranged["url"] + "/threads/review/runs",
         json={"assistant_id": "parallel_review", "command": {"resume": answers}},
+        headers=arranged["headers"],
     )
     assert (sent.status_code, sent.json()["field"]) == (422, "command.resume")
     assert f"interrupt {legal} does not match its response_schema" in sent.json()["detail"]

@@ -10,7 +10,7 @@ import shutil
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.conftest import wait_for
+from tests.conftest import log_in, wait_for
 from tests.graphs import release, runs_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
@@ -29,11 +29,13 @@ CHROMIUM_ARGS = [
 
 
 @pytest.fixture
-def page():
+def page(operator, web):
+    """A chromium page logged in to the console as ``operator``."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page()
         page.set_default_timeout(30_000)
+        log_in(page, web.url)
         yield page
         browser.close()
 

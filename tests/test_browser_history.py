@@ -12,6 +12,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from durable import history, runs
 from durable.models import Run, Thread
+from tests.conftest import log_in
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
 from tests.test_worker import EXPENSE, finished
 
@@ -21,11 +22,13 @@ SCREENSHOTS = settings.VAR_DIR / "screenshots"
 
 
 @pytest.fixture
-def page():
+def page(operator, web):
+    """A chromium page logged in to the console as ``operator``."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(30_000)
+        log_in(page, web.url)
         yield page
         browser.close()
 

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from durable import runs
-from durable.models import Checkpoint, Run, RunEvent, Thread
+from durable.models import Checkpoint, Run, RunEvent, Tenant, Thread
 from tests.test_worker import EXPENSE, finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -174,10 +174,11 @@ def test_the_live_section_follows_the_run_only_while_it_is_active(client):
     assert "sse-connect" not in client.get(url).content.decode()
 
 
-def test_forms_need_a_csrf_token(worker):
+def test_forms_need_a_csrf_token(worker, operator):
     from django.test import Client
 
     strict = Client(enforce_csrf_checks=True)
+    strict.force_login(operator)
     response = strict.post(reverse("start-run"), start_form("expense_approval", "{}"))
     assert response.status_code == 403
     assert Run.objects.count() == 0
@@ -189,7 +190,12 @@ def test_unknown_thread_is_a_404(client):
 
 
 def test_admin_lists_threads_and_runs_but_offers_no_delete(admin_client):
-    thread = Thread.objects.create(thread_id="admin-visible", graph="expense_approval")
+    thread = Thread.objects.create(
+        tenant=Tenant.default(),
+        thread_id="admin-visible",
+        name="admin-visible",
+        graph="expense_approval",
+    )
     Run.objects.create(thread=thread, graph=thread.graph, kind=Run.Kind.START, input={})
     listing = admin_client.get(reverse("admin:durable_thread_changelist"))
     assert listing.status_code == 200
@@ -264,7 +270,9 @@ def test_edited_arguments_must_be_a_json_object(client, worker):
 
 
 def test_a_run_no_worker_has_taken_says_so(client):
-    thread = Thread.objects.create(thread_id="waiting", graph="expense_approval")
+    thread = Thread.objects.create(
+        tenant=Tenant.default(), thread_id="waiting", name="waiting", graph="expense_approval"
+    )
     Run.objects.create(thread=thread, graph=thread.graph, kind=Run.Kind.START, input=EXPENSE)
     page = client.get(reverse("thread", args=[thread.pk])).content.decode()
     assert "No checkpoint yet." in page
@@ -273,7 +281,9 @@ def test_a_run_no_worker_has_taken_says_so(client):
 
 
 def test_the_runs_table_says_who_asked_and_why_a_run_stopped(client):
-    thread = Thread.objects.create(thread_id="stopped", graph="expense_approval")
+    thread = Thread.objects.create(
+        tenant=Tenant.default(), thread_id="stopped", name="stopped", graph="expense_approval"
+    )
     Run.objects.create(
         thread=thread,
         graph=thread.graph,

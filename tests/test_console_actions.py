@@ -551,10 +551,11 @@ def test_unknown_threads_and_runs_are_404s(client):
     assert client.get(reverse("replay", args=[999999, "x"])).status_code == 404
 
 
-def test_every_action_needs_the_csrf_token_and_htmx_sends_it_from_the_meta_tag():
+def test_every_action_needs_the_csrf_token_and_htmx_sends_it_from_the_meta_tag(operator):
     thread = at_interrupt()
     run = made_run(status=Run.Status.PENDING)
     strict = Client(enforce_csrf_checks=True)
+    strict.force_login(operator)
     checkpoint = head(thread)
     before = everything()
     for url, data in (

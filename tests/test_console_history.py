@@ -27,7 +27,7 @@ from durable import history, runs
 from durable.checkpoint import DjangoSaver
 from durable.graphs import get_graph
 from durable.history import TreeNode
-from durable.models import Thread
+from durable.models import Tenant, Thread
 from tests.test_worker import EXPENSE
 
 committed = pytest.mark.django_db(transaction=True)
@@ -321,7 +321,12 @@ def make_threads(*specs) -> list[Thread]:
     made = []
     for thread_id, status, graph, metadata, minutes_ago in specs:
         t = Thread.objects.create(
-            thread_id=thread_id, status=status, graph=graph, metadata=metadata
+            tenant=Tenant.default(),
+            thread_id=thread_id,
+            name=thread_id,
+            status=status,
+            graph=graph,
+            metadata=metadata,
         )
         Thread.objects.filter(pk=t.pk).update(
             updated_at=now - datetime.timedelta(minutes=minutes_ago)

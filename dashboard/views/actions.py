@@ -55,6 +55,8 @@ def fork(request, pk: int, checkpoint_id: str):
     node the graph does not have, no reason, an update the graph cannot take, a busy
     thread. 404 for a thread not visible or a checkpoint that is not the thread's."""
     thread = access.thread_or_404(request, pk)
+    if request.method == "POST":
+        access.require_operator(request)
     snapshot, error_page = _snapshot_or_error(request, thread, checkpoint_id)
     if error_page:
         return error_page
@@ -103,6 +105,8 @@ def replay(request, pk: int, checkpoint_id: str):
     (``ReplayForm``) calls ``durable.runs.replay`` and 303s to the new run. Refused
     (400, nothing changed): no reason, a busy thread. 404 as for ``fork``."""
     thread = access.thread_or_404(request, pk)
+    if request.method == "POST":
+        access.require_operator(request)
     snapshot, error_page = _snapshot_or_error(request, thread, checkpoint_id)
     if error_page:
         return error_page

@@ -114,11 +114,12 @@ def answer(request, pk: int):
     run, then 303 to that run's page. Refused (400, the form with its errors, nothing
     changed): an answer that does not validate, nothing pending, a busy thread."""
     thread = access.thread_or_404(request, pk)
+    access.require_operator(request)
     entry = _entry(thread)
     form = ResumeForm(entry.pending, request.POST)
     entry.form = form
     if not entry.pending:
-        form.add_error(None, f"Thread {thread.thread_id!r} has no pending interrupt to answer.")
+        form.add_error(None, f"Thread {thread.name!r} has no pending interrupt to answer.")
     elif form.is_valid():
         try:
             run = runs.resume(thread, **form.resume_args, requested_by=request.user)
@@ -137,6 +138,7 @@ def close(request, pk: int):
     metadata. Refused (400, nothing changed): no reason, or a thread that moved on
     since the operator saw it (``checkpoint_id`` is no longer its latest)."""
     thread = access.thread_or_404(request, pk)
+    access.require_operator(request)
     entry = _entry(thread)
     form = CloseForm(request.POST)
     entry.close_form = form

@@ -73,6 +73,7 @@ def cancel_run(request, pk: int):
     the page's live partial. A run that already ended is refused with the reason
     shown (400 without htmx)."""
     run = get_object_or_404(access.runs(request).select_related("thread"), pk=pk)
+    access.require_operator(request)
     error = ""
     try:
         runs.cancel(run, requested_by=request.user)

@@ -27,6 +27,7 @@ def thread_list(request):
 
 @require_POST
 def start_run(request):
+    access.require_operator(request)
     form = StartRunForm(request.POST)
     if form.is_valid():
         try:
@@ -34,6 +35,7 @@ def start_run(request):
                 form.cleaned_data["graph"],
                 form.cleaned_data["input"],
                 requested_by=request.user,
+                tenant=request.tenant,
             )
         except runs.InvalidRequest as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
@@ -79,10 +81,11 @@ def thread_detail(request, pk: int):
 @require_POST
 def resume_thread(request, pk: int):
     thread = access.thread_or_404(request, pk)
+    access.require_operator(request)
     pending = runs.pending_interrupts(thread)
     form = ResumeForm(pending, request.POST)
     if not pending:
-        form.add_error(None, f"Thread {thread.thread_id!r} has no pending interrupt to resume.")
+        form.add_error(None, f"Thread {thread.name!r} has no pending interrupt to resume.")
     elif form.is_valid():
         try:
             runs.resume(thread, **form.resume_args, requested_by=request.user)

@@ -6,96 +6,204 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Thread',
+            name="Thread",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('thread_id', models.CharField(max_length=255, unique=True)),
-                ('graph', models.CharField(max_length=100)),
-                ('status', models.CharField(choices=[('idle', 'Idle'), ('busy', 'Busy'), ('interrupted', 'Interrupted'), ('error', 'Error')], default='idle', max_length=16)),
-                ('metadata', models.JSONField(blank=True, default=dict, encoder=django.core.serializers.json.DjangoJSONEncoder)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True, db_index=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("thread_id", models.CharField(max_length=255, unique=True)),
+                ("graph", models.CharField(max_length=100)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("idle", "Idle"),
+                            ("busy", "Busy"),
+                            ("interrupted", "Interrupted"),
+                            ("error", "Error"),
+                        ],
+                        default="idle",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "metadata",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        encoder=django.core.serializers.json.DjangoJSONEncoder,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True, db_index=True)),
             ],
             options={
-                'ordering': ['-updated_at'],
+                "ordering": ["-updated_at"],
             },
         ),
         migrations.CreateModel(
-            name='Checkpoint',
+            name="Checkpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('thread_id', models.CharField(max_length=255)),
-                ('checkpoint_ns', models.TextField(blank=True, default='')),
-                ('checkpoint_id', models.CharField(max_length=64)),
-                ('parent_checkpoint_id', models.CharField(blank=True, max_length=64, null=True)),
-                ('type', models.CharField(max_length=32)),
-                ('checkpoint', models.BinaryField()),
-                ('metadata', models.JSONField(default=dict, encoder=django.core.serializers.json.DjangoJSONEncoder)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("thread_id", models.CharField(max_length=255)),
+                ("checkpoint_ns", models.TextField(blank=True, default="")),
+                ("checkpoint_id", models.CharField(max_length=64)),
+                ("parent_checkpoint_id", models.CharField(blank=True, max_length=64, null=True)),
+                ("type", models.CharField(max_length=32)),
+                ("checkpoint", models.BinaryField()),
+                (
+                    "metadata",
+                    models.JSONField(
+                        default=dict, encoder=django.core.serializers.json.DjangoJSONEncoder
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('thread_id', 'checkpoint_ns', 'checkpoint_id'), name='checkpoint_pk')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("thread_id", "checkpoint_ns", "checkpoint_id"), name="checkpoint_pk"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='CheckpointBlob',
+            name="CheckpointBlob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('thread_id', models.CharField(max_length=255)),
-                ('checkpoint_ns', models.TextField(blank=True, default='')),
-                ('channel', models.TextField()),
-                ('version', models.CharField(max_length=64)),
-                ('type', models.CharField(max_length=32)),
-                ('blob', models.BinaryField(null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("thread_id", models.CharField(max_length=255)),
+                ("checkpoint_ns", models.TextField(blank=True, default="")),
+                ("channel", models.TextField()),
+                ("version", models.CharField(max_length=64)),
+                ("type", models.CharField(max_length=32)),
+                ("blob", models.BinaryField(null=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('thread_id', 'checkpoint_ns', 'channel', 'version'), name='checkpoint_blob_pk')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("thread_id", "checkpoint_ns", "channel", "version"),
+                        name="checkpoint_blob_pk",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='CheckpointWrite',
+            name="CheckpointWrite",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('thread_id', models.CharField(max_length=255)),
-                ('checkpoint_ns', models.TextField(blank=True, default='')),
-                ('checkpoint_id', models.CharField(max_length=64)),
-                ('task_id', models.CharField(max_length=64)),
-                ('idx', models.IntegerField()),
-                ('task_path', models.TextField(blank=True, default='')),
-                ('channel', models.TextField()),
-                ('type', models.CharField(max_length=32, null=True)),
-                ('blob', models.BinaryField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("thread_id", models.CharField(max_length=255)),
+                ("checkpoint_ns", models.TextField(blank=True, default="")),
+                ("checkpoint_id", models.CharField(max_length=64)),
+                ("task_id", models.CharField(max_length=64)),
+                ("idx", models.IntegerField()),
+                ("task_path", models.TextField(blank=True, default="")),
+                ("channel", models.TextField()),
+                ("type", models.CharField(max_length=32, null=True)),
+                ("blob", models.BinaryField()),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('thread_id', 'checkpoint_ns', 'checkpoint_id', 'task_id', 'idx'), name='checkpoint_write_pk')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"),
+                        name="checkpoint_write_pk",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('graph', models.CharField(max_length=100)),
-                ('kind', models.CharField(choices=[('start', 'Start'), ('resume', 'Resume')], max_length=16)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('success', 'Success'), ('error', 'Error'), ('interrupted', 'Interrupted')], db_index=True, default='pending', max_length=16)),
-                ('input', models.JSONField(blank=True, encoder=django.core.serializers.json.DjangoJSONEncoder, null=True)),
-                ('command', models.JSONField(blank=True, encoder=django.core.serializers.json.DjangoJSONEncoder, null=True)),
-                ('interrupts', models.JSONField(blank=True, default=list, encoder=django.core.serializers.json.DjangoJSONEncoder)),
-                ('error_type', models.CharField(blank=True, default='', max_length=200)),
-                ('error_message', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='durable.thread')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("graph", models.CharField(max_length=100)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("start", "Start"), ("resume", "Resume")], max_length=16
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("success", "Success"),
+                            ("error", "Error"),
+                            ("interrupted", "Interrupted"),
+                        ],
+                        db_index=True,
+                        default="pending",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "input",
+                    models.JSONField(
+                        blank=True,
+                        encoder=django.core.serializers.json.DjangoJSONEncoder,
+                        null=True,
+                    ),
+                ),
+                (
+                    "command",
+                    models.JSONField(
+                        blank=True,
+                        encoder=django.core.serializers.json.DjangoJSONEncoder,
+                        null=True,
+                    ),
+                ),
+                (
+                    "interrupts",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        encoder=django.core.serializers.json.DjangoJSONEncoder,
+                    ),
+                ),
+                ("error_type", models.CharField(blank=True, default="", max_length=200)),
+                ("error_message", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="durable.thread",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
     ]

@@ -5,15 +5,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('durable', '0001_initial'),
+        ("durable", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='checkpoint',
-            name='metadata',
+            model_name="checkpoint",
+            name="metadata",
             field=models.JSONField(default=dict, encoder=durable.metadata.SortedKeysJSONEncoder),
         ),
     ]

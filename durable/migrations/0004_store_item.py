@@ -5,30 +5,45 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('durable', '0003_checkpoint_channel_versions'),
+        ("durable", "0003_checkpoint_channel_versions"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='StoreItem',
+            name="StoreItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('namespace', models.TextField()),
-                ('key', models.TextField()),
-                ('value', models.JSONField(encoder=durable.metadata.SortedKeysJSONEncoder, null=True)),
-                ('type', models.CharField(blank=True, default='', max_length=32)),
-                ('blob', models.BinaryField(null=True)),
-                ('vectors', models.JSONField(null=True)),
-                ('created_at', models.DateTimeField()),
-                ('updated_at', models.DateTimeField()),
-                ('expires_at', models.DateTimeField(null=True)),
-                ('ttl_minutes', models.FloatField(null=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("namespace", models.TextField()),
+                ("key", models.TextField()),
+                (
+                    "value",
+                    models.JSONField(encoder=durable.metadata.SortedKeysJSONEncoder, null=True),
+                ),
+                ("type", models.CharField(blank=True, default="", max_length=32)),
+                ("blob", models.BinaryField(null=True)),
+                ("vectors", models.JSONField(null=True)),
+                ("created_at", models.DateTimeField()),
+                ("updated_at", models.DateTimeField()),
+                ("expires_at", models.DateTimeField(null=True)),
+                ("ttl_minutes", models.FloatField(null=True)),
             ],
             options={
-                'indexes': [models.Index(condition=models.Q(('expires_at__isnull', False)), fields=['expires_at'], name='store_item_expires_at')],
-                'constraints': [models.UniqueConstraint(fields=('namespace', 'key'), name='store_item_pk')],
+                "indexes": [
+                    models.Index(
+                        condition=models.Q(("expires_at__isnull", False)),
+                        fields=["expires_at"],
+                        name="store_item_expires_at",
+                    )
+                ],
+                "constraints": [
+                    models.UniqueConstraint(fields=("namespace", "key"), name="store_item_pk")
+                ],
             },
         ),
     ]

@@ -4,14 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('durable', '0004_store_item'),
+        ("durable", "0004_store_item"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='storeitem',
-            index=models.Index(fields=['namespace', 'key'], name='store_item_namespace_prefix', opclasses=['text_pattern_ops', 'text_pattern_ops']),
+            model_name="storeitem",
+            index=models.Index(
+                fields=["namespace", "key"],
+                name="store_item_namespace_prefix",
+                opclasses=["text_pattern_ops", "text_pattern_ops"],
+            ),
         ),
     ]

@@ -4,22 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('durable', '0005_store_namespace_prefix_index'),
+        ("durable", "0005_store_namespace_prefix_index"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='storeitem',
-            name='store_item_pk',
+            model_name="storeitem",
+            name="store_item_pk",
         ),
         migrations.RemoveIndex(
-            model_name='storeitem',
-            name='store_item_namespace_prefix',
+            model_name="storeitem",
+            name="store_item_namespace_prefix",
         ),
         migrations.AddConstraint(
-            model_name='storeitem',
-            constraint=models.UniqueConstraint(fields=('namespace', 'key'), name='store_item_pk', opclasses=['text_pattern_ops', 'text_pattern_ops']),
+            model_name="storeitem",
+            constraint=models.UniqueConstraint(
+                fields=("namespace", "key"),
+                name="store_item_pk",
+                opclasses=["text_pattern_ops", "text_pattern_ops"],
+            ),
         ),
     ]

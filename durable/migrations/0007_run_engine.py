@@ -6,135 +6,204 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('durable', '0006_store_prefix_search_on_unique_index'),
+        ("durable", "0006_store_prefix_search_on_unique_index"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RunEvent',
+            name="RunEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('event', models.CharField(max_length=32)),
-                ('ns', models.TextField(blank=True, default='')),
-                ('data', models.JSONField(blank=True, encoder=django.core.serializers.json.DjangoJSONEncoder, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("seq", models.PositiveIntegerField()),
+                ("event", models.CharField(max_length=32)),
+                ("ns", models.TextField(blank=True, default="")),
+                (
+                    "data",
+                    models.JSONField(
+                        blank=True,
+                        encoder=django.core.serializers.json.DjangoJSONEncoder,
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['run', 'seq'],
+                "ordering": ["run", "seq"],
             },
         ),
         migrations.AddField(
-            model_name='run',
-            name='attempt',
+            model_name="run",
+            name="attempt",
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='run',
-            name='checkpoint_id',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="run",
+            name="checkpoint_id",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='run',
-            name='dispatched_at',
+            model_name="run",
+            name="dispatched_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='durability',
-            field=models.CharField(choices=[('sync', 'Sync'), ('async', 'Async'), ('exit', 'Exit')], default='async', max_length=8),
+            model_name="run",
+            name="durability",
+            field=models.CharField(
+                choices=[("sync", "Sync"), ("async", "Async"), ("exit", "Exit")],
+                default="async",
+                max_length=8,
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='error_node',
-            field=models.CharField(blank=True, default='', max_length=200),
+            model_name="run",
+            name="error_node",
+            field=models.CharField(blank=True, default="", max_length=200),
         ),
         migrations.AddField(
-            model_name='run',
-            name='forked_from',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="run",
+            name="forked_from",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='run',
-            name='lease_expires_at',
+            model_name="run",
+            name="lease_expires_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='metadata',
-            field=models.JSONField(blank=True, default=dict, encoder=django.core.serializers.json.DjangoJSONEncoder),
+            model_name="run",
+            name="metadata",
+            field=models.JSONField(
+                blank=True, default=dict, encoder=django.core.serializers.json.DjangoJSONEncoder
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='multitask_strategy',
-            field=models.CharField(choices=[('reject', 'Reject'), ('enqueue', 'Enqueue'), ('interrupt', 'Interrupt'), ('rollback', 'Rollback')], default='reject', max_length=16),
+            model_name="run",
+            name="multitask_strategy",
+            field=models.CharField(
+                choices=[
+                    ("reject", "Reject"),
+                    ("enqueue", "Enqueue"),
+                    ("interrupt", "Interrupt"),
+                    ("rollback", "Rollback"),
+                ],
+                default="reject",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='requested_by',
-            field=models.CharField(blank=True, default='', max_length=150),
+            model_name="run",
+            name="requested_by",
+            field=models.CharField(blank=True, default="", max_length=150),
         ),
         migrations.AddField(
-            model_name='run',
-            name='stop_detail',
-            field=models.TextField(blank=True, default=''),
+            model_name="run",
+            name="stop_detail",
+            field=models.TextField(blank=True, default=""),
         ),
         migrations.AddField(
-            model_name='run',
-            name='stop_requested',
-            field=models.CharField(blank=True, choices=[('', 'not requested'), ('cancel', 'Cancel'), ('interrupt', 'Interrupt'), ('rollback', 'Rollback'), ('timeout', 'Timeout'), ('shutdown', 'Shutdown')], default='', max_length=16),
+            model_name="run",
+            name="stop_requested",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("", "not requested"),
+                    ("cancel", "Cancel"),
+                    ("interrupt", "Interrupt"),
+                    ("rollback", "Rollback"),
+                    ("timeout", "Timeout"),
+                    ("shutdown", "Shutdown"),
+                ],
+                default="",
+                max_length=16,
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='stop_requested_at',
+            model_name="run",
+            name="stop_requested_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='task_id',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="run",
+            name="task_id",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='run',
-            name='timeout_seconds',
+            model_name="run",
+            name="timeout_seconds",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='run',
-            name='worker',
-            field=models.CharField(blank=True, default='', max_length=200),
+            model_name="run",
+            name="worker",
+            field=models.CharField(blank=True, default="", max_length=200),
         ),
         migrations.AlterField(
-            model_name='run',
-            name='kind',
-            field=models.CharField(choices=[('start', 'Start'), ('resume', 'Resume'), ('fork', 'Fork'), ('replay', 'Replay')], max_length=16),
+            model_name="run",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("start", "Start"),
+                    ("resume", "Resume"),
+                    ("fork", "Fork"),
+                    ("replay", "Replay"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AlterField(
-            model_name='run',
-            name='status',
-            field=models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('success', 'Success'), ('error', 'Error'), ('interrupted', 'Interrupted'), ('cancelled', 'Cancelled'), ('timeout', 'Timeout')], db_index=True, default='pending', max_length=16),
+            model_name="run",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("pending", "Pending"),
+                    ("running", "Running"),
+                    ("success", "Success"),
+                    ("error", "Error"),
+                    ("interrupted", "Interrupted"),
+                    ("cancelled", "Cancelled"),
+                    ("timeout", "Timeout"),
+                ],
+                db_index=True,
+                default="pending",
+                max_length=16,
+            ),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['thread', 'status'], name='run_thread_status'),
+            model_name="run",
+            index=models.Index(fields=["thread", "status"], name="run_thread_status"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(condition=models.Q(('status', 'running')), fields=['lease_expires_at'], name='run_running_lease'),
+            model_name="run",
+            index=models.Index(
+                condition=models.Q(("status", "running")),
+                fields=["lease_expires_at"],
+                name="run_running_lease",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'running')), fields=('thread',), name='run_one_running_per_thread'),
+            model_name="run",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "running")),
+                fields=("thread",),
+                name="run_one_running_per_thread",
+            ),
         ),
         migrations.AddField(
-            model_name='runevent',
-            name='run',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='durable.run'),
+            model_name="runevent",
+            name="run",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="events", to="durable.run"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='runevent',
-            constraint=models.UniqueConstraint(fields=('run', 'seq'), name='run_event_seq'),
+            model_name="runevent",
+            constraint=models.UniqueConstraint(fields=("run", "seq"), name="run_event_seq"),
         ),
     ]

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('durable', '0007_run_engine'),
-        ('durable', '0007_store_dotted_namespace_index'),
+        ("durable", "0007_run_engine"),
+        ("durable", "0007_store_dotted_namespace_index"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -1,0 +1,75 @@
+"""Who is asking, in which tenant: login, the current tenant and the member's role.
+
+``TenantMiddleware`` sends anonymous visitors of the console to the login page (the API
+authenticates its own callers by token, the admin by its own login), and sets on every
+request:
+
+- ``request.tenant``: the tenant the user works in now (the session's choice among
+  their memberships, else their first), or ``None`` when they have none;
+- ``request.role``: their role there (``viewer``, ``operator`` or ``admin``); a staff
+  auditor (permission ``durable.audit_all_tenants``) may open any tenant, as a viewer
+  where not a member;
+- ``request.tenants``: the tenants they may switch to.
+
+It computes these before the view runs, so that async views read plain attributes.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
+
+from durable.models import Role, Tenant
+
+SESSION_KEY = "durable_tenant"
+AUDITOR_PERMISSION = "durable.audit_all_tenants"
+# Paths with their own authentication, or none needed.
+OPEN_PREFIXES = ("/api/", "/admin/", "/accounts/", settings.STATIC_URL)
+
+
+def is_auditor(user) -> bool:
+    return user.is_active and user.has_perm(AUDITOR_PERMISSION)
+
+
+class TenantMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.tenant, request.role, request.tenants = None, None, []
+        if request.path.startswith(OPEN_PREFIXES):
+            return self.get_response(request)
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        _choose_tenant(request)
+        return self.get_response(request)
+
+
+def _choose_tenant(request) -> None:
+    user = request.user
+    roles = {m.tenant: m.role for m in user.memberships.select_related("tenant")}
+    if is_auditor(user):
+        for tenant in Tenant.objects.all():
+            roles.setdefault(tenant, Role.VIEWER)
+    if not roles:
+        return
+    by_slug = {t.slug: t for t in roles}
+    tenant = by_slug.get(request.session.get(SESSION_KEY)) or min(roles, key=lambda t: t.slug)
+    request.tenant, request.role = tenant, roles[tenant]
+    request.tenants = sorted(roles, key=lambda t: t.slug)
+
+
+@require_POST
+def switch_tenant(request):
+    """Work in the tenant ``slug`` (POST) from now on, if the user may; back to ``next``."""
+    slug = request.POST.get("tenant", "")
+    if any(t.slug == slug for t in request.tenants):
+        request.session[SESSION_KEY] = slug
+    target = request.POST.get("next") or reverse("threads")
+    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        target = reverse("threads")
+    return HttpResponseRedirect(target)

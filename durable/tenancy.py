@@ -1,0 +1,71 @@
+"""Tenants' API tokens: made, recognised and revoked here.
+
+A token is ``dur_`` followed by 43 URL-safe characters (32 random bytes). Only its
+SHA-256 digest is stored (``ApiToken.digest``); the token itself is returned once, by
+``create_token``. Clients send it as the ``x-api-key`` header, which is what
+``langgraph-sdk`` sends for ``get_client(url=..., api_key=...)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.utils import timezone
+
+from durable.models import ApiToken, Role, Tenant
+
+PREFIX = "dur_"
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_token(
+    tenant: Tenant, name: str, *, role: str = Role.OPERATOR, created_by: str = ""
+) -> tuple[ApiToken, str]:
+    """A new token of ``tenant``: returns the stored row and the token, which is not
+    kept anywhere and cannot be shown again."""
+    token = PREFIX + secrets.token_urlsafe(32)
+    row = ApiToken.objects.create(
+        tenant=tenant,
+        name=name,
+        role=role,
+        digest=_digest(token),
+        prefix=token[: len(PREFIX) + 6],
+        created_by=created_by,
+    )
+    return row, token
+
+
+def authenticate(token: str | None) -> ApiToken | None:
+    """The live (not revoked) token ``token`` names, with its tenant; else ``None``.
+    Marks it used at most once a minute."""
+    if not token or not token.startswith(PREFIX) or len(token) > 100:
+        return None
+    row = (
+        ApiToken.objects.select_related("tenant")
+        .filter(digest=_digest(token), revoked_at=None)
+        .first()
+    )
+    if row is not None:
+        now = timezone.now()
+        if row.last_used_at is None or (now - row.last_used_at).total_seconds() > 60:
+            ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+    return row
+
+
+def revoke(row: ApiToken) -> bool:
+    """Revoke the token; False if it already was."""
+    return bool(
+        ApiToken.objects.filter(pk=row.pk, revoked_at=None).update(revoked_at=timezone.now())
+    )
+
+
+def may_act(role: str) -> bool:
+    """Operators and admins resume, fork, replay, cancel and delete; viewers only read."""
+    return role in (Role.OPERATOR, Role.ADMIN)
+
+
+__all__ = ["create_token", "authenticate", "revoke", "may_act"]

@@ -1,0 +1,278 @@
+"""Tenants, roles, API tokens and the audit trail.
+
+Threads made by ``durable.runs`` without a tenant belong to the default tenant, where
+the ``operator`` fixture is an operator; ``globex`` is another tenant, whose operator
+``mallory`` must never see them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import httpx
+import pytest
+from django.db import connection, transaction
+from django.db.utils import DatabaseError
+from django.test import Client
+from django.urls import reverse
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.errors import NotFoundError
+
+from durable import runs
+from durable.models import ApiToken, AuditEvent, Role, Run, Tenant, Thread
+from durable.tenancy import create_token, revoke
+from tests.conftest import PASSWORD, member
+from tests.test_console_actions import at_interrupt, everything, head, made_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def globex():
+    return Tenant.objects.create(slug="globex", name="Globex")
+
+
+def logged_in(user) -> Client:
+    c = Client()
+    c.force_login(user)
+    return c
+
+
+def console_urls(thread: Thread, checkpoint: str, run: Run) -> list[tuple[str, str]]:
+    """Every console URL that names a thread or a run, as (method, url)."""
+    return [
+        ("GET", reverse("thread", args=[thread.pk])),
+        ("GET", reverse("thread-history", args=[thread.pk])),
+        ("GET", reverse("checkpoint", args=[thread.pk, checkpoint])),
+        ("GET", reverse("diff", args=[thread.pk]) + f"?a={checkpoint}&b={checkpoint}"),
+        ("GET", reverse("thread-graph", args=[thread.pk])),
+        ("GET", reverse("inbox-thread", args=[thread.pk])),
+        ("GET", reverse("fork", args=[thread.pk, checkpoint])),
+        ("GET", reverse("replay", args=[thread.pk, checkpoint])),
+        ("GET", reverse("run", args=[run.pk])),
+        ("POST", reverse("resume", args=[thread.pk])),
+        ("POST", reverse("inbox-answer", args=[thread.pk])),
+        ("POST", reverse("inbox-close", args=[thread.pk])),
+        ("POST", reverse("fork", args=[thread.pk, checkpoint])),
+        ("POST", reverse("replay", args=[thread.pk, checkpoint])),
+        ("POST", reverse("cancel-run", args=[run.pk])),
+    ]
+
+
+def test_another_tenants_thread_is_a_404_everywhere_in_the_console(globex):
+    thread = at_interrupt()
+    run = made_run(status=Run.Status.PENDING)
+    mallory = logged_in(member("mallory", globex, Role.OPERATOR))
+    before = everything()
+    for method, url in console_urls(thread, head(thread), run):
+        response = mallory.get(url) if method == "GET" else mallory.post(url, {"reason": "x"})
+        assert response.status_code == 404, (method, url, response.status_code)
+    assert mallory.get(reverse("run-events", args=[run.pk])).status_code == 404
+    listing = mallory.get(reverse("threads")).content.decode()
+    assert thread.name not in listing
+    assert thread.name not in mallory.get(reverse("inbox")).content.decode()
+    assert everything() == before
+
+
+def test_a_viewer_reads_but_cannot_act(client):
+    thread = at_interrupt()
+    run = made_run(status=Run.Status.PENDING)
+    viewer = logged_in(member("vera", role=Role.VIEWER))
+    before = everything()
+    urls = console_urls(thread, head(thread), run)
+    for method, url in urls:
+        if method == "GET":
+            assert viewer.get(url).status_code == 200, url
+        else:
+            assert viewer.post(url, {"reason": "x"}).status_code == 403, url
+    start = viewer.post(reverse("start-run"), {"graph": "expense_approval", "input": "{}"})
+    assert start.status_code == 403
+    assert everything() == before
+    assert Run.objects.get(pk=run.pk).status == Run.Status.PENDING
+    page = viewer.get(reverse("thread", args=[thread.pk])).content.decode()
+    assert "(viewer)" in page
+
+
+def test_the_console_needs_a_login():
+    anonymous = Client()
+    response = anonymous.get(reverse("threads"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+    member("ann")
+    assert (
+        anonymous.post(reverse("login"), {"username": "ann", "password": PASSWORD}).status_code
+        == 302
+    )
+    assert anonymous.get(reverse("threads")).status_code == 200
+
+
+def test_a_member_of_two_tenants_switches_between_them(globex):
+    ann = member("ann")
+    Thread.objects.filter(pk=at_interrupt().pk).update(name="in-default")
+    from durable.models import Membership
+
+    Membership.objects.create(user=ann, tenant=globex, role=Role.VIEWER)
+    runs.create_thread("expense_approval", thread_id="in-globex", tenant=globex)
+    ann_client = logged_in(ann)
+    first = ann_client.get(reverse("threads")).content.decode()
+    assert "in-default" in first and "in-globex" not in first
+    assert ann_client.post(reverse("switch-tenant"), {"tenant": "globex"}).status_code == 302
+    second = ann_client.get(reverse("threads")).content.decode()
+    assert "in-globex" in second and "in-default" not in second
+    # A tenant she is not a member of is refused: she stays where she was.
+    Tenant.objects.create(slug="initech", name="Initech")
+    ann_client.post(reverse("switch-tenant"), {"tenant": "initech"})
+    assert "in-globex" in ann_client.get(reverse("threads")).content.decode()
+
+
+def test_a_staff_auditor_reads_every_tenant_and_changes_nothing(globex):
+    from django.contrib.auth.models import Permission
+
+    theirs = runs.create_thread("expense_approval", thread_id="globex-thread", tenant=globex)
+    auditor = member("audrey", role=Role.VIEWER)
+    auditor.user_permissions.add(Permission.objects.get(codename="audit_all_tenants"))
+    audrey = logged_in(auditor)
+    audrey.post(reverse("switch-tenant"), {"tenant": "globex"})
+    assert "globex-thread" in audrey.get(reverse("threads")).content.decode()
+    assert audrey.get(reverse("thread", args=[theirs.pk])).status_code == 200
+    assert audrey.get(reverse("audit")).status_code == 200
+    start = audrey.post(reverse("start-run"), {"graph": "expense_approval", "input": "{}"})
+    assert start.status_code == 403
+
+
+# -- the API ---------------------------------------------------------------------------
+
+
+def test_api_tokens_are_stored_hashed_and_can_be_revoked(web):
+    row, token = create_token(Tenant.default(), "ci")
+    stored = ApiToken.objects.filter(pk=row.pk).values_list("digest", "prefix").get()
+    assert token not in stored and token.startswith(stored[1])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM durable_apitoken")
+        assert not any(token in str(cell) for r in cursor.fetchall() for cell in r)
+    url = f"{web.url}/api/threads/search"
+    assert httpx.post(url, json={}, headers={"x-api-key": token}).status_code == 200
+    for headers in ({}, {"x-api-key": "dur_not-a-token"}, {"x-api-key": token + "x"}):
+        refused = httpx.post(url, json={}, headers=headers)
+        assert refused.status_code == 401
+        assert refused.json()["field"] == "x-api-key"
+    assert revoke(row)
+    assert httpx.post(url, json={}, headers={"x-api-key": token}).status_code == 401
+
+
+def test_two_tenants_use_the_same_thread_id_without_seeing_each_other(web, globex):
+    ours = create_token(Tenant.default(), "ours")[1]
+    theirs = create_token(globex, "theirs")[1]
+    with (
+        get_sync_client(url=f"{web.url}/api", api_key=ours) as a,
+        get_sync_client(url=f"{web.url}/api", api_key=theirs) as b,
+    ):
+        a.threads.create(thread_id="order-1", metadata={"owner": "default"})
+        b.threads.create(thread_id="order-1", metadata={"owner": "globex"})
+        assert a.threads.get("order-1")["metadata"]["owner"] == "default"
+        assert b.threads.get("order-1")["metadata"]["owner"] == "globex"
+        a.threads.create(thread_id="only-ours")
+        with pytest.raises(NotFoundError):
+            b.threads.get("only-ours")
+        with pytest.raises(NotFoundError):
+            b.threads.get_state("only-ours")
+        assert [t["thread_id"] for t in b.threads.search()] == ["order-1"]
+    keys = set(Thread.objects.filter(name="order-1").values_list("thread_id", flat=True))
+    assert len(keys) == 2 and "order-1" not in keys  # filed apart by the checkpointer
+
+
+def test_a_viewers_token_reads_but_cannot_act(web):
+    thread = at_interrupt()
+    token = create_token(Tenant.default(), "dashboards", role=Role.VIEWER)[1]
+    api = f"{web.url}/api/threads/{thread.name}"
+    headers = {"x-api-key": token}
+    assert httpx.get(api, headers=headers).status_code == 200
+    before = everything()
+    for method, url, body in (
+        ("POST", f"{api}/runs", {"assistant_id": "expense_approval", "command": {"resume": 1}}),
+        ("POST", f"{api}/state", {"values": {"amount": 1}}),
+        ("DELETE", api, None),
+        ("POST", f"{web.url}/api/threads", {}),
+    ):
+        response = httpx.request(method, url, json=body, headers=headers)
+        assert response.status_code == 403, (method, url, response.text)
+    assert everything() == before
+
+
+# -- the audit trail -------------------------------------------------------------------
+
+
+def test_operator_actions_are_audited_with_actor_reason_and_checkpoints(client, operator):
+    thread = at_interrupt()
+    at = head(thread)
+    response = client.post(
+        reverse("fork", args=[thread.pk, at]),
+        {"as_node": "validate", "reason": "wrong amount", "state-amount": "10", "run_after": "on"},
+    )
+    assert response.status_code == 303, response.content.decode()[:2000]
+    fork = AuditEvent.objects.get(action=AuditEvent.Action.FORK)
+    assert (fork.actor, fork.reason, fork.tenant) == ("operator", "wrong amount", Tenant.default())
+    assert fork.thread_name == thread.name and fork.checkpoint_id == at
+    assert fork.checkpoint_before == at and fork.checkpoint_after not in ("", at)
+    run = Run.objects.filter(thread=thread).latest("pk")
+    client.post(reverse("cancel-run", args=[run.pk]))
+    cancel = AuditEvent.objects.get(action=AuditEvent.Action.CANCEL)
+    assert (cancel.actor, cancel.run_id) == ("operator", run.pk)
+    runs.delete_thread(Thread.objects.get(pk=thread.pk), requested_by="script", reason="cleanup")
+    deleted = AuditEvent.objects.get(action=AuditEvent.Action.DELETE)
+    assert (deleted.actor, deleted.reason, deleted.thread_name) == (
+        "script",
+        "cleanup",
+        thread.name,
+    )
+
+
+def test_audit_events_cannot_be_changed_or_deleted():
+    event = runs_audit_event()
+    with pytest.raises(PermissionError):
+        event.save()
+    with pytest.raises(PermissionError):
+        event.delete()
+    with pytest.raises(PermissionError):
+        AuditEvent.objects.filter(pk=event.pk).update(reason="edited")
+    with pytest.raises(PermissionError):
+        AuditEvent.objects.all().delete()
+    # Around the ORM, the database refuses the edit itself.
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE durable_auditevent SET reason = 'edited'")
+    assert AuditEvent.objects.get(pk=event.pk).reason == "because"
+
+
+def runs_audit_event() -> AuditEvent:
+    thread = at_interrupt()
+    runs.replay(thread, head(thread), metadata={"reason": "because"}, requested_by="ann")
+    return AuditEvent.objects.get(action=AuditEvent.Action.REPLAY)
+
+
+def test_the_audit_page_filters_and_exports_csv_of_its_tenant_only(client, globex):
+    runs_audit_event()
+    theirs = runs.create_thread("expense_approval", tenant=globex)
+    runs.delete_thread(theirs, requested_by="=HYPERLINK(evil)", reason="theirs")
+    page = client.get(reverse("audit") + "?action=replay").content.decode()
+    assert "because" in page and "theirs" not in page
+    assert (
+        "No audit events match." in client.get(reverse("audit") + "?action=fork").content.decode()
+    )
+    bad = client.get(reverse("audit") + "?after=yesterday")
+    assert bad.status_code == 400 and "after" in bad.content.decode()
+    exported = client.get(reverse("audit") + "?action=replay&format=csv")
+    assert exported["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(exported.streaming_content).decode())))
+    assert [(r["action"], r["actor"], r["reason"]) for r in rows] == [("replay", "ann", "because")]
+    mallory = logged_in(member("mallory", globex, Role.ADMIN))
+    theirs_csv = b"".join(mallory.get(reverse("audit") + "?format=csv").streaming_content).decode()
+    assert "'=HYPERLINK(evil)" in theirs_csv  # not a formula in a spreadsheet
+    assert "because" not in theirs_csv
+
+
+def test_logins_are_audited():
+    member("ann")
+    Client().post(reverse("login"), {"username": "ann", "password": PASSWORD})
+    login = AuditEvent.objects.get(action=AuditEvent.Action.LOGIN)
+    assert (login.actor, login.tenant) == ("ann", Tenant.default())
