@@ -255,6 +255,16 @@ def client(operator):
 
 
 @pytest.fixture
+def cookies(client) -> dict:
+    """The session cookie of ``client`` (logged in as ``operator``), for HTTP clients
+    of the console other than Django's (httpx against the ``web`` server)."""
+    from django.conf import settings
+
+    name = settings.SESSION_COOKIE_NAME
+    return {name: client.cookies[name].value}
+
+
+@pytest.fixture
 def api_key(db) -> str:
     """An operator's API token of the default tenant, for the ``x-api-key`` header."""
     from durable.models import Tenant

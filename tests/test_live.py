@@ -42,17 +42,17 @@ def read_sse(response: httpx.Response) -> list[dict]:
     return list(parse_sse(response.iter_lines()))
 
 
-def events_of(web, run: Run, **headers) -> list[dict]:
+def events_of(web, run: Run, cookies: dict, **headers) -> list[dict]:
     url = f"{web.url}/runs/{run.pk}/events/"
-    with httpx.stream("GET", url, headers=headers, timeout=60) as response:
+    with httpx.stream("GET", url, headers=headers, cookies=cookies, timeout=60) as response:
         assert response.status_code == 200
         assert response.headers["content-type"] == "text/event-stream"
         return read_sse(response)
 
 
-def test_a_runs_events_stream_with_their_seq_and_end_with_its_status(web, worker):
+def test_a_runs_events_stream_with_their_seq_and_end_with_its_status(web, worker, cookies):
     run = finished(runs.start("expense_approval", EXPENSE))
-    sent = events_of(web, run)
+    sent = events_of(web, run, cookies)
 
     recorded = list(RunEvent.objects.filter(run=run).order_by("seq"))
     assert [e["id"] for e in sent[:-1]] == [str(e.seq) for e in recorded]
@@ -63,17 +63,18 @@ def test_a_runs_events_stream_with_their_seq_and_end_with_its_status(web, worker
     assert sent[-1] == {"event": "end", "data": {"status": "interrupted"}}
 
 
-def test_a_reconnecting_client_gets_only_what_it_missed(web, worker):
+def test_a_reconnecting_client_gets_only_what_it_missed(web, worker, cookies):
     run = finished(runs.start("expense_approval", EXPENSE))
-    everything = events_of(web, run)
-    resumed = events_of(web, run, **{"Last-Event-ID": everything[2]["id"]})
+    everything = events_of(web, run, cookies)
+    resumed = events_of(web, run, cookies, **{"Last-Event-ID": everything[2]["id"]})
     assert resumed == everything[3:]
-    assert events_of(web, run, **{"Last-Event-ID": everything[-2]["id"]}) == everything[-1:]
+    last = events_of(web, run, cookies, **{"Last-Event-ID": everything[-2]["id"]})
+    assert last == everything[-1:]
 
 
-def test_refused_stream_requests(web):
-    assert httpx.get(f"{web.url}/runs/999999/events/").status_code == 404
-    bad = httpx.get(f"{web.url}/runs/1/events/", headers={"Last-Event-ID": "x"})
+def test_refused_stream_requests(web, cookies):
+    assert httpx.get(f"{web.url}/runs/999999/events/", cookies=cookies).status_code == 404
+    bad = httpx.get(f"{web.url}/runs/1/events/", headers={"Last-Event-ID": "x"}, cookies=cookies)
     assert bad.status_code == 400
     assert "Last-Event-ID must be an event id" in bad.text
 
@@ -85,10 +86,10 @@ def start_probe(directory: Path) -> Run:
     return run
 
 
-def test_events_arrive_while_the_run_is_still_running(web, worker, tmp_path):
+def test_events_arrive_while_the_run_is_still_running(web, worker, tmp_path, cookies):
     run = start_probe(tmp_path)
     url = f"{web.url}/runs/{run.pk}/events/"
-    with httpx.stream("GET", url, timeout=60) as response:
+    with httpx.stream("GET", url, timeout=60, cookies=cookies) as response:
         stream = parse_sse(response.iter_lines())
         custom = next(e for e in stream if e["event"] == "custom")
         # fast's progress arrived while slow still holds the run open.
@@ -126,7 +127,7 @@ def _target(fd: Path) -> str | None:
         return None
 
 
-def test_fifty_open_streams_hold_a_bounded_number_of_connections(web, worker, tmp_path):
+def test_fifty_open_streams_hold_a_bounded_number_of_connections(web, worker, tmp_path, cookies):
     run = start_probe(tmp_path)
     url = f"{web.url}/runs/{run.pk}/events/"
     seen = []
@@ -144,7 +145,7 @@ def test_fifty_open_streams_hold_a_bounded_number_of_connections(web, worker, tm
 
     async def main() -> list[list[str]]:
         limits = httpx.Limits(max_connections=STREAMS)
-        async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        async with httpx.AsyncClient(timeout=120, limits=limits, cookies=cookies) as client:
             opened = [asyncio.Event() for _ in range(STREAMS)]
             got = [[] for _ in range(STREAMS)]
             tasks = [asyncio.create_task(follow(client, opened[i], got[i])) for i in range(STREAMS)]
