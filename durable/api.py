@@ -15,7 +15,13 @@ not acceptable. A refused request changes nothing.
 Not served (refused with 422 naming the field when sent): stateless runs, ``config``,
 ``context``, ``interrupt_before``/``interrupt_after``, webhooks, ``cancel`` with
 ``action=rollback``, stream modes other than values/updates/custom/tasks; there are no
-cron or store routes.
+cron routes.
+
+Every request carries a tenant's API token in the ``x-api-key`` header
+(``langgraph-sdk``'s ``api_key``): 401 without a valid one. The token's tenant scopes
+everything: another tenant's thread or run is a 404, and the store routes read and write
+only under the tenant's own namespace prefix, which the client never sees. A viewer's
+token reads; whatever would change a thread, a run or the store is a 403.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ from durable import events, runs, tenancy
 from durable.graphs import graph_names
 from durable.metadata import MetadataKeyEquals
 from durable.models import THREAD_ID_MAX_LENGTH, Run, Thread
+from durable.scoped_store import ScopedStore
+from durable.store import DjangoStore
 from durable.values import jsonable
 
 # The largest offset a database takes (PostgreSQL's OFFSET is a bigint).
@@ -866,5 +874,137 @@ def _cancel(request, thread_id: str, run_id: str) -> Run:
     return runs.cancel(run, requested_by=_caller(request))
 
 
+# -- the store -------------------------------------------------------------------------
+
+store = Router(tags=["store"])
+Namespace = list[str]
+
+
+def _store(request: HttpRequest) -> ScopedStore:
+    """The token's tenant's part of the store: every namespace begins with the tenant's
+    slug, added here and stripped from what comes back (``durable.scoped_store``)."""
+    return ScopedStore(DjangoStore(), (request.auth.tenant.slug,))
+
+
+def _item_json(item) -> dict:
+    found = {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at,
+        "updated_at": item.updated_at,
+    }
+    if getattr(item, "score", None) is not None:
+        found["score"] = item.score
+    return found
+
+
+def _store_call(call):
+    """The store's refusals (a bad namespace, filter or TTL) as 422s naming no single
+    field, since the store's messages name it."""
+    try:
+        return call()
+    except ValueError as exc:
+        raise ApiError(422, str(exc), "namespace" if "amespace" in str(exc) else None) from None
+
+
+class StorePut(Strict):
+    namespace: Namespace
+    key: str = Field(min_length=1, max_length=THREAD_ID_MAX_LENGTH)
+    value: dict[str, Any]
+    index: Literal[False] | list[str] | None = None
+    ttl: float | None = Field(None, gt=0)
+
+
+@store.put("/items", summary="Put an item", response={204: None})
+def put_item(request, body: StorePut):
+    _may_change(request)
+    runs.check_storable(body.value, "value")
+    _store_call(
+        lambda: _store(request).put(
+            tuple(body.namespace), body.key, body.value, index=body.index, ttl=body.ttl
+        )
+    )
+    return 204, None
+
+
+class StoreGet(Schema):
+    key: str
+    namespace: str = ""
+    refresh_ttl: bool | None = None
+
+
+@store.get("/items", summary="Get an item")
+def get_item(request, query: Query[StoreGet]):
+    namespace = tuple(label for label in query.namespace.split(".") if label)
+    item = _store_call(
+        lambda: _store(request).get(namespace, query.key, refresh_ttl=query.refresh_ttl)
+    )
+    if item is None:
+        raise ApiError(404, f"No item {query.key!r} in namespace {namespace!r}.", "key")
+    return _item_json(item)
+
+
+class StoreDelete(Strict):
+    namespace: Namespace
+    key: str
+
+
+@store.delete("/items", summary="Delete an item", response={204: None})
+def delete_item(request, body: StoreDelete):
+    _may_change(request)
+    _store_call(lambda: _store(request).delete(tuple(body.namespace), body.key))
+    return 204, None
+
+
+class StoreSearch(Strict):
+    namespace_prefix: Namespace = []
+    filter: dict[str, Any] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    query: str | None = None
+    refresh_ttl: bool | None = None
+
+
+@store.post("/items/search", summary="Search items")
+def search_items(request, body: StoreSearch = None):
+    body = body or StoreSearch()
+    found = _store_call(
+        lambda: _store(request).search(
+            tuple(body.namespace_prefix),
+            query=body.query,
+            filter=body.filter,
+            limit=body.limit,
+            offset=body.offset,
+            refresh_ttl=body.refresh_ttl,
+        )
+    )
+    return {"items": [_item_json(i) for i in found]}
+
+
+class StoreNamespaces(Strict):
+    prefix: Namespace | None = None
+    suffix: Namespace | None = None
+    max_depth: int | None = Field(None, ge=1)
+    limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+
+
+@store.post("/namespaces", summary="List namespaces")
+def list_namespaces(request, body: StoreNamespaces = None):
+    body = body or StoreNamespaces()
+    found = _store_call(
+        lambda: _store(request).list_namespaces(
+            prefix=tuple(body.prefix) if body.prefix else None,
+            suffix=tuple(body.suffix) if body.suffix else None,
+            max_depth=body.max_depth,
+            limit=body.limit,
+            offset=body.offset,
+        )
+    )
+    return {"namespaces": [list(ns) for ns in found]}
+
+
 api.add_router("/assistants", assistants)
 api.add_router("/threads", threads)
+api.add_router("/store", store)

@@ -34,6 +34,7 @@ from durable.models import (
     StoreItem,
     Thread,
 )
+from durable.scoped_store import ScopedStore
 from durable.store import DjangoStore
 from tests.test_worker import finished
 
@@ -582,7 +583,7 @@ def test_every_action_needs_the_csrf_token_and_htmx_sends_it_from_the_meta_tag(o
 
 
 def test_the_store_browser_shows_the_namespace_tree_and_filters_items(client):
-    store = DjangoStore()
+    store = ScopedStore(DjangoStore(), ("default",))  # the operator's tenant's part
     store.put(("users", "ada"), "prefs", {"theme": "dark", "size": 3})
     store.put(("users", "bob"), "prefs", {"theme": "light", "size": 1})
     store.put(("docs",), "readme", {"title": "Hello"})
@@ -614,7 +615,7 @@ def test_a_bad_store_filter_is_explained(client, text, message):
 
 
 def test_browsing_the_store_does_not_refresh_time_to_live(client):
-    DjangoStore(ttl={"default_ttl": 60}).put(("tmp",), "k", {"v": 1})
+    ScopedStore(DjangoStore(ttl={"default_ttl": 60}), ("default",)).put(("tmp",), "k", {"v": 1})
     expires = StoreItem.objects.get().expires_at
     assert "tmp" in client.get(reverse("store"), {"ns": "tmp"}).content.decode()
     assert StoreItem.objects.get().expires_at == expires

@@ -16,6 +16,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from durable.api import api
 from durable.models import Role, Run, Tenant
+from durable.scoped_store import ScopedStore
+from durable.store import DjangoStore
 from durable.tenancy import create_token
 from tests.conftest import member
 from tests.test_console_actions import at_interrupt, everything, head
@@ -74,6 +76,7 @@ def world():
         thread=thread, graph=thread.graph, kind="start", status=Run.Status.INTERRUPTED
     )
     globex = Tenant.objects.create(slug="globex", name="Globex")
+    ScopedStore(DjangoStore(), ("default",)).put(("notes",), "k", {"v": 1})
     viewer, foreign = Client(), Client()
     viewer.force_login(member("vera", role=Role.VIEWER))
     foreign.force_login(member("mallory", globex, Role.OPERATOR))
@@ -170,6 +173,17 @@ API = [
     ("GET", T + "/runs/{run}/join", None, False, True),
     ("GET", T + "/runs/{run}/stream", None, False, True),
     ("POST", T + "/runs/{run}/cancel", None, True, True),
+    (
+        "PUT",
+        "/api/store/items",
+        {"namespace": ["notes"], "key": "k", "value": {"v": 2}},
+        True,
+        False,
+    ),
+    ("GET", "/api/store/items?namespace=notes&key=k", None, False, False),
+    ("DELETE", "/api/store/items", {"namespace": ["notes"], "key": "k"}, True, False),
+    ("POST", "/api/store/items/search", {}, False, False),
+    ("POST", "/api/store/namespaces", {}, False, False),
 ]
 
 
@@ -180,7 +194,7 @@ def test_the_matrix_lists_every_api_route():
         for path, methods in schema["paths"].items()
         for method in methods
     }
-    listed = {(m, p.replace("{checkpoint}", "{checkpoint_id}")) for m, p, *_ in API}
+    listed = {(m, p.replace("{checkpoint}", "{checkpoint_id}").split("?")[0]) for m, p, *_ in API}
     assert routes == listed
 
 
@@ -206,7 +220,7 @@ def test_api_access(world, method, path, body, acts, names_thread):
     body = fill(body, world)
     viewer_key = create_token(Tenant.default(), "viewer", role=Role.VIEWER)[1]
     foreign_key = create_token(world["globex"], "foreign")[1]
-    before = everything()
+    before = everything(), stored()
 
     def ask(key: str | None):
         headers = {"HTTP_X_API_KEY": key} if key else {}
@@ -222,11 +236,17 @@ def test_api_access(world, method, path, body, acts, names_thread):
     assert anonymous.status_code == 401, anonymous.content
     viewer = ask(viewer_key)
     assert viewer.status_code == (403 if acts else 200), viewer.content[:300]
-    assert everything() == before
+    assert (everything(), stored()) == before
     if names_thread:
         foreign = ask(foreign_key)
         assert foreign.status_code == 404, foreign.content[:300]
-        assert everything() == before
+        assert (everything(), stored()) == before
+
+
+def stored() -> list:
+    from durable.models import StoreItem
+
+    return list(StoreItem.objects.values_list("namespace", "key", "value"))
 
 
 def test_security_headers(client):

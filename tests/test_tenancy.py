@@ -276,3 +276,52 @@ def test_logins_are_audited():
     Client().post(reverse("login"), {"username": "ann", "password": PASSWORD})
     login = AuditEvent.objects.get(action=AuditEvent.Action.LOGIN)
     assert (login.actor, login.tenant) == ("ann", Tenant.default())
+
+
+# -- the store -------------------------------------------------------------------------
+
+
+def test_the_store_browser_shows_only_the_tenants_namespaces(client, globex):
+    from durable.scoped_store import ScopedStore
+    from durable.store import DjangoStore
+
+    ScopedStore(DjangoStore(), ("default",)).put(("notes",), "ours", {"text": "ours"})
+    ScopedStore(DjangoStore(), ("globex",)).put(("secrets",), "theirs", {"text": "theirs"})
+    page = client.get(reverse("store")).content.decode()
+    assert "notes" in page and "secrets" not in page and "globex" not in page
+    climbing = client.get(reverse("store"), {"ns": "globex.secrets"}).content.decode()
+    assert "theirs" not in climbing
+
+
+def test_api_store_routes_stay_under_the_tenants_prefix(web, globex):
+    from durable.models import StoreItem
+
+    ours = create_token(Tenant.default(), "ours")[1]
+    theirs = create_token(globex, "theirs")[1]
+    with (
+        get_sync_client(url=f"{web.url}/api", api_key=ours) as a,
+        get_sync_client(url=f"{web.url}/api", api_key=theirs) as b,
+    ):
+        a.store.put_item(["prefs", "ann"], key="theme", value={"mode": "dark"})
+        b.store.put_item(["prefs", "ann"], key="theme", value={"mode": "light"})
+        assert a.store.get_item(["prefs", "ann"], key="theme")["value"] == {"mode": "dark"}
+        assert b.store.get_item(["prefs", "ann"], key="theme")["value"] == {"mode": "light"}
+        found = a.store.search_items(["prefs"])["items"]
+        assert [(i["namespace"], i["value"]) for i in found] == [
+            (["prefs", "ann"], {"mode": "dark"})
+        ]
+        assert a.store.list_namespaces()["namespaces"] == [["prefs", "ann"]]
+        # Naming the other tenant's prefix only reaches a namespace under one's own.
+        with pytest.raises(NotFoundError):
+            a.store.get_item(["globex", "prefs", "ann"], key="theme")
+        a.store.delete_item(["prefs", "ann"], key="theme")
+        assert b.store.get_item(["prefs", "ann"], key="theme")["value"] == {"mode": "light"}
+    stored = set(StoreItem.objects.values_list("namespace", flat=True))
+    assert stored == {"globex.prefs.ann"}
+    viewer = create_token(Tenant.default(), "viewer", role=Role.VIEWER)[1]
+    refused = httpx.put(
+        f"{web.url}/api/store/items",
+        json={"namespace": ["x"], "key": "k", "value": {}},
+        headers={"x-api-key": viewer},
+    )
+    assert refused.status_code == 403
