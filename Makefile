@@ -34,7 +34,8 @@ $(RUNTIME): pyproject.toml
 # The worker embeds Celery beat (-B), which schedules the reaper of stale runs.
 run: $(RUNTIME)
 	$(BIN)/python manage.py migrate --noinput
-	@echo "Console: http://$(HOST):$(PORT)/"
+	$(BIN)/python manage.py bootstrap
+	@echo "Console: http://$(HOST):$(PORT)/ (log in as admin; password in $(VAR_DIR)/admin-password)"
 	mkdir -p $(VAR_DIR)
 	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
 	  --beat --schedule=$(VAR_DIR)/celerybeat-schedule & worker=$$!; \

@@ -325,3 +325,25 @@ def test_api_store_routes_stay_under_the_tenants_prefix(web, globex):
         headers={"x-api-key": viewer},
     )
     assert refused.status_code == 403
+
+
+# -- a fresh installation --------------------------------------------------------------
+
+
+def test_bootstrap_makes_the_first_admin_once(settings, tmp_path, monkeypatch):
+    from django.contrib.auth import authenticate, get_user_model
+    from django.core.management import call_command
+
+    settings.VAR_DIR = tmp_path
+    monkeypatch.delenv("DURABLE_ADMIN_PASSWORD", raising=False)
+    out = io.StringIO()
+    call_command("bootstrap", stdout=out)
+    password = (tmp_path / "admin-password").read_text().strip()
+    assert password in out.getvalue()
+    assert (tmp_path / "admin-password").stat().st_mode & 0o777 == 0o600
+    admin = authenticate(username="admin", password=password)
+    assert admin is not None and admin.is_superuser
+    assert admin.memberships.get().role == Role.ADMIN
+    again = io.StringIO()
+    call_command("bootstrap", stdout=again)
+    assert again.getvalue() == "" and get_user_model().objects.count() == 1

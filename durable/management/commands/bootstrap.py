@@ -1,0 +1,42 @@
+"""``manage.py bootstrap``: what a fresh installation needs before anyone can log in.
+
+Creates the default tenant and, when no user exists yet, a superuser who is an admin of
+it: username ``DURABLE_ADMIN_USERNAME`` (default ``admin``), password
+``DURABLE_ADMIN_PASSWORD`` or, when that is unset, a random one written to
+``<DURABLE_VAR_DIR>/admin-password`` (readable by its owner only) and printed once.
+Does nothing more on later runs, so ``make run`` calls it every time.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from durable.models import Membership, Role, Tenant
+
+
+class Command(BaseCommand):
+    help = "Create the default tenant and, on a fresh database, its first admin."
+
+    def handle(self, *args, **options):
+        tenant = Tenant.default()
+        users = get_user_model().objects
+        if users.exists():
+            return
+        username = os.environ.get("DURABLE_ADMIN_USERNAME", "admin")
+        password = os.environ.get("DURABLE_ADMIN_PASSWORD") or self._new_password()
+        user = users.create_superuser(username, password=password)
+        Membership.objects.create(user=user, tenant=tenant, role=Role.ADMIN)
+        self.stdout.write(f"Created superuser {username!r}, an admin of tenant {tenant.slug!r}.")
+
+    def _new_password(self) -> str:
+        password = secrets.token_urlsafe(12)
+        path = settings.VAR_DIR / "admin-password"
+        path.write_text(password + "\n")
+        path.chmod(0o600)
+        self.stdout.write(f"Its password: {password} (also in {path})")
+        return password
