@@ -10,12 +10,18 @@ urlpatterns = [
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/resume/", threads.resume_thread, name="resume"),
     path("runs/<int:pk>/events/", runs.run_events, name="run-events"),
+    path("runs/<int:pk>/events/<int:seq>/", runs.run_event, name="run-event"),
     # History, the read side (issue 5): the tree, one checkpoint, a diff, the graph.
     path("threads/<int:pk>/history/", history.thread_history, name="thread-history"),
     path(
         "threads/<int:pk>/checkpoints/<str:checkpoint_id>/",
         checkpoints.checkpoint_detail,
         name="checkpoint",
+    ),
+    path(
+        "threads/<int:pk>/checkpoints/<str:checkpoint_id>/json/",
+        checkpoints.checkpoint_json,
+        name="checkpoint-json",
     ),
     path("threads/<int:pk>/diff/", checkpoints.checkpoint_diff, name="diff"),
     path("threads/<int:pk>/graph/", checkpoints.thread_graph, name="thread-graph"),

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
 from dashboard.forms import ResumeForm
+from dashboard.views import checkpoints
 from durable import runs
 from durable.models import Thread
 
@@ -39,6 +40,7 @@ class Entry:
     since: datetime | None
     form: ResumeForm
     close_form: CloseForm
+    json_url: str = ""
 
 
 class CloseForm(forms.Form):
@@ -68,6 +70,7 @@ def _entry(thread: Thread, form: ResumeForm | None = None, close_form=None) -> E
         since=datetime.fromisoformat(state.created_at) if state.created_at else None,
         form=form or ResumeForm(pending),
         close_form=close_form or CloseForm(initial={"checkpoint_id": checkpoint_id}),
+        json_url=checkpoints.json_url(thread, checkpoint_id) if checkpoint_id else "",
     )
 
 

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
 from dashboard.forms import ResumeForm, StartRunForm
-from dashboard.views import history
+from dashboard.views import checkpoints, history
 from dashboard.views.pages import render_page
 from durable import runs
 from durable.graphs import example_input, graph_names
@@ -103,8 +103,11 @@ def _render_thread(request, thread, form=None, status=200):
     state = runs.thread_state(thread)
     active_run = thread.runs.filter(status__in=Run.ACTIVE).first()
     pending = list(state.interrupts)
+    latest = ((state.config or {}).get("configurable") or {}).get("checkpoint_id") or ""
     context = {
         "thread": thread,
+        "latest_checkpoint": latest,
+        "latest_json_url": checkpoints.json_url(thread, latest) if latest else "",
         "last_seq": _last_seq(active_run),
         "state": state,
         # The first page of the checkpoint tree; older pages are on the history page.
