@@ -55,6 +55,12 @@ class CloseForm(forms.Form):
     )
 
 
+class GraphForm(forms.Form):
+    """``?graph=``: the inbox keeps one graph's threads."""
+
+    graph = forms.CharField(required=False, max_length=100)
+
+
 def _see_other(url: str) -> HttpResponseRedirect:
     return HttpResponseRedirect(url, status=303)
 
@@ -83,7 +89,22 @@ def inbox(request):
     graphs = list(
         waiting.values("graph").annotate(n=Count("pk"), oldest=Min("updated_at")).order_by("graph")
     )
-    chosen = request.GET.get("graph", "")
+    picked = GraphForm(request.GET)
+    if not picked.is_valid():
+        # A graph name no thread can have (too long, or with a NUL, which PostgreSQL
+        # refuses): an input error, not a server error.
+        return render(
+            request,
+            "dashboard/inbox.html",
+            {
+                "graphs": graphs,
+                "total": sum(g["n"] for g in graphs),
+                "entries": [],
+                "error": "graph: no graph has this name.",
+            },
+            status=400,
+        )
+    chosen = picked.cleaned_data["graph"]
     if chosen:
         waiting = waiting.filter(graph=chosen)
     page = Paginator(waiting.order_by("graph", "updated_at", "pk"), THREADS_PER_PAGE).get_page(
