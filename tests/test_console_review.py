@@ -36,3 +36,15 @@ def test_statuses_are_said_in_text_and_icon_on_the_list_and_the_thread(client):
     assert f'{icon} <span data-testid="thread-status">interrupted</span>' in page
     runs_table = re.search(r'<h2 id="runs-h">Runs</h2>.*?</table>', page, re.S).group(0)
     assert f'<span class="status status-interrupted">{icon} interrupted</span>' in runs_table
+
+
+def test_a_long_node_name_is_cut_inside_its_box_and_whole_in_its_title(client):
+    thread = runs.create_thread("fault_tolerance")
+    page = client.get(reverse("thread-graph", args=[thread.pk])).content.decode()
+    box = re.search(
+        r'<g class="box" data-node="__error_handler__quote_shipping">.*?</g>', page, re.S
+    )
+    assert "<title>__error_handler__quote_shipping</title>" in box.group(0)
+    text = re.search(r"<text [^>]*>(.*?)</text>", box.group(0)).group(1)
+    assert text == "__error_handler_…"
+    assert "<li><code>__error_handler__quote_shipping</code></li>" in page
