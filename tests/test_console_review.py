@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from durable import runs
+from durable import history, runs
 from durable.graphs import get_graph
 from durable.models import Run, Thread
 from tests.test_worker import EXPENSE
@@ -48,3 +48,20 @@ def test_a_long_node_name_is_cut_inside_its_box_and_whole_in_its_title(client):
     text = re.search(r"<text [^>]*>(.*?)</text>", box.group(0)).group(1)
     assert text == "__error_handler_…"
     assert "<li><code>__error_handler__quote_shipping</code></li>" in page
+
+
+def test_a_side_by_side_row_marks_only_the_side_that_has_a_line(client):
+    thread = interrupted()
+    newest, validated, first = [n.checkpoint_id for n in history.tree_page(thread.thread_id).nodes]
+    # The input checkpoint's state is {} (one line); the next one's has several: the rows
+    # past A's end are insertions with nothing on A's side.
+    page = client.get(reverse("diff", args=[thread.pk]), {"a": first, "b": validated})
+    rows = re.findall(r'<tr class="line-(\w+)">(.*?)</tr>', page.content.decode(), re.S)
+    assert rows
+    for kind, row in rows:
+        a_side, b_side = re.findall(r'<td class="text[^"]*">.*?</td>', row, re.S)
+        a_empty = "<code></code>" in a_side
+        b_empty = "<code></code>" in b_side
+        assert ("−" in a_side) == (not a_empty and kind in ("delete", "replace")), row
+        assert ("+" in b_side) == (not b_empty and kind in ("insert", "replace")), row
+    assert any(kind == "replace" and "<code></code>" in row for kind, row in rows)
