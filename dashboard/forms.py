@@ -377,11 +377,29 @@ class ForkForm(forms.Form):
             )
 
     def field_for(self, error_field: str) -> str | None:
-        """The form field an ``InvalidRequest`` field maps to (``None``: the form)."""
-        return "as_node" if error_field == "as_node" else None
+        """The form field an ``InvalidRequest`` field maps to (``None``: the form). An
+        update the graph could not apply (``values``) lands on the state key's box when
+        only one key was changed, since that key is then the one at fault."""
+        if error_field == "as_node":
+            return "as_node"
+        if error_field == "values" and self.values and len(self.values) == 1:
+            return f"state-{next(iter(self.values))}"
+        return None
 
     def clean(self):
         cleaned = super().clean()
+        unknown = sorted(
+            name.removeprefix("state-")
+            for name in self.data
+            if name.startswith("state-") and name not in self.fields
+        )
+        if unknown:
+            keys = ", ".join(unknown)
+            self.add_error(
+                None,
+                f"The state of this graph has no key {keys}; its keys are "
+                f"{', '.join(k.key for k in self.keys)}.",
+            )
         values = {}
         for key in self.keys:
             text = cleaned.get(key.field.name, "")

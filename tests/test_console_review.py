@@ -10,6 +10,7 @@ from django.urls import reverse
 from durable import history, runs
 from durable.graphs import get_graph
 from durable.models import Run, Thread
+from tests.test_console_actions import at_interrupt, everything, head
 from tests.test_worker import EXPENSE
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -65,3 +66,30 @@ def test_a_side_by_side_row_marks_only_the_side_that_has_a_line(client):
         assert ("−" in a_side) == (not a_empty and kind in ("delete", "replace")), row
         assert ("+" in b_side) == (not b_empty and kind in ("insert", "replace")), row
     assert any(kind == "replace" and "<code></code>" in row for kind, row in rows)
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "message"),
+    [
+        # A reducer (operator.add on a list) refuses a string: the box of that key says so.
+        ({"state-reviews": '"x"'}, "state-reviews", "The graph could not apply this update"),
+        # A key the graph's state does not have is refused, not dropped in silence.
+        ({"state-verdit": '"ok"'}, None, "The state of this graph has no key verdit"),
+    ],
+)
+def test_a_fork_update_at_fault_is_named_and_changes_nothing(client, data, field, message):
+    thread = at_interrupt("parallel_review")
+    before = everything()
+
+    response = client.post(
+        reverse("fork", args=[thread.pk, head(thread)]),
+        {"as_node": "legal_review", "reason": "test", **data},
+    )
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert message in page
+    if field:
+        assert f'id="{field}-errors"' in page
+        assert message in re.search(rf'id="{field}-errors".*?</div>', page, re.S).group(0)
+    assert everything() == before
