@@ -7,6 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from dashboard.templatetags.console import STATUS_ICONS
 from durable import history, runs
 from durable.graphs import get_graph
 from durable.models import Run, Thread
@@ -27,7 +28,7 @@ def interrupted() -> Thread:
 
 def test_statuses_are_said_in_text_and_icon_on_the_list_and_the_thread(client):
     thread = interrupted()
-    icon = '<span aria-hidden="true">⏸</span>'
+    icon = '<span aria-hidden="true">‖</span>'
 
     listing = client.get(reverse("threads")).content.decode()
     row = re.search(rf'<tr data-thread-id="{thread.thread_id}">.*?</tr>', listing, re.S).group(0)
@@ -93,3 +94,9 @@ def test_a_fork_update_at_fault_is_named_and_changes_nothing(client, data, field
         assert f'id="{field}-errors"' in page
         assert message in re.search(rf'id="{field}-errors".*?</div>', page, re.S).group(0)
     assert everything() == before
+
+
+def test_status_icons_are_glyphs_debians_default_font_has():
+    # The browser tests' chromium draws with DejaVu; these are in DejaVu Sans. ⏸ and ⌛,
+    # used before, are not, and showed as empty boxes.
+    assert set(STATUS_ICONS.values()) <= set("◌▶✓‖✗◷⊘")

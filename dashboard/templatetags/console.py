@@ -53,15 +53,17 @@ def status_icon(status: str) -> str:
     return STATUS_ICONS.get(status, "•")
 
 
+# Glyphs that Debian's default fonts (DejaVu) have: ⏸ and ⌛ showed as empty boxes there.
+# ‖ is also the tree's mark of an interrupt.
 STATUS_ICONS = {
     "pending": "◌",
     "running": "▶",
     "busy": "▶",
     "success": "✓",
     "idle": "✓",
-    "interrupted": "⏸",
+    "interrupted": "‖",
     "error": "✗",
-    "timeout": "⌛",
+    "timeout": "◷",
     "cancelled": "⊘",
 }
 
