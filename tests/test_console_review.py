@@ -100,3 +100,21 @@ def test_status_icons_are_glyphs_debians_default_font_has():
     # The browser tests' chromium draws with DejaVu; these are in DejaVu Sans. ⏸ and ⌛,
     # used before, are not, and showed as empty boxes.
     assert set(STATUS_ICONS.values()) <= set("◌▶✓‖✗◷⊘")
+
+
+def test_a_second_tab_answering_a_busy_thread_is_told_in_the_consoles_words(client):
+    # The first tab's answer started a run, which a worker has; the second tab still
+    # shows the interrupt and sends its own answer.
+    thread = interrupted()
+    page = client.get(reverse("inbox-thread", args=[thread.pk])).content.decode()
+    decision = re.search(r'name="(decision-[0-9a-f]+-0)"', page).group(1)
+    run = Run.objects.create(thread=thread, graph=thread.graph, kind="resume", status="running")
+    before = everything()
+
+    for url in (reverse("inbox-answer", args=[thread.pk]), reverse("resume", args=[thread.pk])):
+        response = client.post(url, {decision: "reject"})
+        assert response.status_code == 400
+        text = response.content.decode()
+        assert f"is busy: run {run.pk} (resume) is running" in text
+        assert "multitask_strategy" not in text
+    assert everything() == before

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard import access
 from dashboard.forms import ResumeForm
 from dashboard.views import checkpoints
+from dashboard.views.pages import refusal
 from durable import runs
 from durable.models import Thread
 
@@ -147,7 +148,7 @@ def answer(request, pk: int):
         try:
             run = runs.resume(thread, **form.resume_args, requested_by=request.user)
         except runs.InvalidRequest as exc:
-            form.add_error(None, exc.message)
+            form.add_error(None, refusal(exc, thread))
         else:
             return _see_other(reverse("run", args=[run.pk]))
     return _render_one(request, entry, status=400)
@@ -181,7 +182,7 @@ def close(request, pk: int):
                     requested_by=request.user,
                 )
             except runs.InvalidRequest as exc:
-                form.add_error(None, exc.message)
+                form.add_error(None, refusal(exc, thread))
             else:
                 return _see_other(reverse("thread", args=[thread.pk]))
     return _render_one(request, entry, status=400)

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard import access
 from dashboard.forms import ResumeForm, StartRunForm
 from dashboard.views import checkpoints, history
-from dashboard.views.pages import render_page
+from dashboard.views.pages import refusal, render_page
 from durable import runs
 from durable.graphs import example_input, graph_names
 from durable.models import Run
@@ -87,7 +87,7 @@ def resume_thread(request, pk: int):
         try:
             runs.resume(thread, **form.resume_args, requested_by=request.user)
         except runs.InvalidRequest as exc:
-            form.add_error(None, exc.message)
+            form.add_error(None, refusal(exc, thread))
         else:
             return _see_other(reverse("thread", args=[thread.pk]))
     return _render_thread(request, thread, form=form, status=400)
