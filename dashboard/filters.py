@@ -48,10 +48,28 @@ class MetaField(forms.Field):
                     f"{str(item)[:100]!r} is not key=value (for example team=ops).",
                     code="invalid",
                 )
-            pairs.append((key.strip(), _json_or_text(raw.strip())))
+            pair = (key.strip(), _json_or_text(raw.strip()))
+            if has_nul(pair):
+                raise forms.ValidationError(
+                    f"{str(item)[:100]!r}: metadata cannot hold a NUL character.",
+                    code="invalid",
+                )
+            pairs.append(pair)
         if len(pairs) > MAX_META_FILTERS:
             raise forms.ValidationError(f"At most {MAX_META_FILTERS} metadata filters.")
         return pairs
+
+
+def has_nul(value) -> bool:
+    """Whether ``value`` holds a NUL character in any string, key or item: PostgreSQL
+    refuses NUL in text and jsonb, so a filter with one is an input error."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(has_nul(v) for v in value)
+    return False
 
 
 def _json_or_text(raw: str):
@@ -145,11 +163,16 @@ def cursor_of(thread: Thread) -> str:
     return str(Cursor(thread.updated_at, thread.pk))
 
 
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
 def _cursor(text: str) -> Cursor | None:
     if not text:
         return None
     micros, sep, pk = text.partition("-")
-    if not sep or not micros.isdigit() or not pk.isdigit():
+    # isdigit() alone takes superscripts and other scripts' digits, which int() refuses.
+    if not sep or not _digits(micros) or not _digits(pk):
         raise forms.ValidationError("This page link is damaged; start again from the first page.")
     try:
         when = EPOCH + datetime.timedelta(microseconds=int(micros))

@@ -12,7 +12,7 @@ from django.forms import BoundField
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
-from dashboard import interrupts
+from dashboard import interrupts, present
 from durable.graphs import graph_names
 
 
@@ -51,6 +51,13 @@ class ActionCard:
     message: BoundField
     args: BoundField | None = None
     inputs: list[ArgInput] | None = None
+    # The arguments as JSON are too long for the ``args`` box, which is then left out.
+    args_too_large: bool = False
+
+    @property
+    def editable(self) -> bool:
+        """Whether the form can edit the arguments: per argument, or as JSON."""
+        return bool(self.inputs) or not self.args_too_large
 
 
 @dataclass
@@ -69,6 +76,11 @@ class Card:
     inputs: list[ArgInput] = dc_field(default_factory=list)
     answer: BoundField | None = None
     schema: dict | None = None
+
+    @property
+    def cut(self) -> bool:
+        """Whether the page shows the payload shortened (``dashboard.present.shown``)."""
+        return present.shown(self.value).cut
 
     @property
     def shown(self) -> Any:
@@ -159,12 +171,14 @@ class ResumeForm(forms.Form):
         if "edit" in action.allowed:
             if action.specs is not None:
                 card.inputs = self._inputs(f"arg-{prefix}", action.specs)
+            initial = json.dumps(action.args, indent=2)
+            card.args_too_large = len(initial) > present.EDIT_LIMIT
             card.args = self._add(
                 f"args-{prefix}",
                 forms.CharField(
                     required=False,
                     label="Arguments (JSON, sent with an edit)",
-                    initial=json.dumps(action.args, indent=2),
+                    initial="" if card.args_too_large else initial,
                 ),
             )
         return card
@@ -196,7 +210,10 @@ class ResumeForm(forms.Form):
                 self._add(
                     f"{prefix}-{spec.key}",
                     forms.CharField(
-                        required=False, strip=False, label=spec.key, initial=spec.initial_text
+                        required=False,
+                        strip=False,
+                        label=spec.key,
+                        initial="" if spec.too_large else spec.initial_text,
                     ),
                 ),
             )
@@ -260,6 +277,8 @@ class ResumeForm(forms.Form):
             _check_args(args, schema, names, fallback=None)
             return args
         key = card.args.name
+        if card.args_too_large and not cleaned.get(key):
+            raise _error_on(key, "These arguments are too large to edit here.")
         args = _field_error(key, _parse_json, cleaned.get(key) or "", "The arguments are")
         if not isinstance(args, dict):
             raise _error_on(key, "The arguments must be a JSON object.")
@@ -345,17 +364,42 @@ class ForkForm(forms.Form):
         for key in shape.state_keys:
             combined = key in shape.combined_keys
             start = "" if combined or key not in current else json.dumps(current[key], indent=2)
+            too_large = len(start) > present.EDIT_LIMIT
             self.fields[f"state-{key}"] = forms.CharField(
-                required=False, strip=False, initial=start, label=key, widget=forms.Textarea
+                required=False,
+                strip=False,
+                initial="" if too_large else start,
+                label=key,
+                widget=forms.Textarea,
             )
-            self.keys.append(StateKey(key, combined, key in current, self[f"state-{key}"]))
+            self.keys.append(
+                StateKey(key, combined, key in current, self[f"state-{key}"], len(start))
+            )
 
     def field_for(self, error_field: str) -> str | None:
-        """The form field an ``InvalidRequest`` field maps to (``None``: the form)."""
-        return "as_node" if error_field == "as_node" else None
+        """The form field an ``InvalidRequest`` field maps to (``None``: the form). An
+        update the graph could not apply (``values``) lands on the state key's box when
+        only one key was changed, since that key is then the one at fault."""
+        if error_field == "as_node":
+            return "as_node"
+        if error_field == "values" and self.values and len(self.values) == 1:
+            return f"state-{next(iter(self.values))}"
+        return None
 
     def clean(self):
         cleaned = super().clean()
+        unknown = sorted(
+            name.removeprefix("state-")
+            for name in self.data
+            if name.startswith("state-") and name not in self.fields
+        )
+        if unknown:
+            keys = ", ".join(unknown)
+            self.add_error(
+                None,
+                f"The state of this graph has no key {keys}; its keys are "
+                f"{', '.join(k.key for k in self.keys)}.",
+            )
         values = {}
         for key in self.keys:
             text = cleaned.get(key.field.name, "")
@@ -375,12 +419,20 @@ class ForkForm(forms.Form):
 @dataclass
 class StateKey:
     """One state key on the fork form: ``combined`` when its channel has a reducer,
-    ``present`` when the checkpoint has a value for it."""
+    ``present`` when the checkpoint has a value for it; ``too_large`` when the value
+    is too long to put in the form."""
 
     key: str
     combined: bool
     present: bool
     field: BoundField
+    # The length of the value as JSON text; past ``present.EDIT_LIMIT`` the box starts
+    # empty (which keeps the value) rather than carry it.
+    size: int = 0
+
+    @property
+    def too_large(self) -> bool:
+        return self.size > present.EDIT_LIMIT
 
 
 class ReplayForm(forms.Form):

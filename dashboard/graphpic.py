@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 BOX_W, BOX_H = 150, 36
 GAP_X, GAP_Y = 30, 46
 PAD = 16
+# Characters of a label that fit in a box at the page's 13px monospace.
+BOX_CHARS = 17
 
 
 @dataclass
@@ -26,6 +28,13 @@ class Box:
     @property
     def cx(self) -> int:
         return self.x + BOX_W // 2
+
+    @property
+    def text(self) -> str:
+        """The label as the box shows it: cut with "…" where it would run past the box
+        (the box's ``<title>`` and the page's list of nodes have it whole)."""
+        text = f"▶ {self.label}" if self.current else self.label
+        return text if len(text) <= BOX_CHARS else text[: BOX_CHARS - 1] + "…"
 
 
 @dataclass

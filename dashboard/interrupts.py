@@ -19,6 +19,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard.present import EDIT_LIMIT
+
 HITL = "hitl"
 HUMAN = "human"
 GENERIC = "generic"
@@ -81,6 +83,12 @@ class ArgSpec:
         if self.kind in ("string", "text", "choice"):
             return str(self.initial)
         return json.dumps(self.initial, indent=2 if self.kind == "json" else None)
+
+    @property
+    def too_large(self) -> bool:
+        """Whether the value is too long to put in an input: the form then leaves the
+        argument out, which keeps it as it is."""
+        return len(self.initial_text) > EDIT_LIMIT
 
 
 SIMPLE_TYPES = {"string", "number", "integer", "boolean"}

@@ -17,8 +17,21 @@ from pygments.lexers import JsonLexer
 
 from durable.values import jsonable, pretty
 
+# What a page shows of one value (``shorten``): a state can hold megabytes (a document,
+# a base64 image), and a page that printed it whole, in every place it appears, weighed
+# several times that. Longer strings, lists and objects are cut, with a marker saying how
+# much is left out; the whole value is one link away (``views.checkpoints.checkpoint_json``).
+STRING_LIMIT = 2_000
+ITEMS_LIMIT = 100
+# A message of a transcript is text to read: it keeps more.
+MESSAGE_LIMIT = 20_000
+# And whatever the shape, the shown JSON text of one value stops here.
+TEXT_LIMIT = 50_000
 # Past this size a value is shown as plain text: highlighting a few MB takes seconds.
 HIGHLIGHT_LIMIT = 200_000
+# A value longer than this (as JSON text) is not put in a form to edit: the form says so,
+# and leaving it out keeps it as it is.
+EDIT_LIMIT = 100_000
 MESSAGE_TYPES = {"human", "ai", "tool", "system", "function", "chat", "remove"}
 ROLE_NAMES = {"human": "Human", "ai": "AI", "tool": "Tool", "system": "System"}
 
@@ -26,9 +39,76 @@ _FORMATTER = HtmlFormatter(nowrap=True)
 _LEXER = JsonLexer()
 
 
+@dataclass
+class Shown:
+    """What a page shows of a value: its indented JSON ``text``, and whether anything
+    was left out of it (``cut``)."""
+
+    text: str
+    cut: bool
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def shorten(value: Any) -> tuple[Any, bool]:
+    """A JSON-safe copy of ``value`` for display, with strings past ``STRING_LIMIT``
+    characters and lists or objects past ``ITEMS_LIMIT`` items cut, each cut marked
+    ("… [+N characters]", "… [+N items]"); and whether anything was cut."""
+    cut = False
+
+    def walk(item: Any) -> Any:
+        nonlocal cut
+        if isinstance(item, str):
+            if len(item) > STRING_LIMIT:
+                cut = True
+                return f"{item[:STRING_LIMIT]}… [+{len(item) - STRING_LIMIT:,} characters]"
+            return item
+        if isinstance(item, list):
+            kept = [walk(v) for v in item[:ITEMS_LIMIT]]
+            if len(item) > ITEMS_LIMIT:
+                cut = True
+                kept.append(f"… [+{len(item) - ITEMS_LIMIT:,} items]")
+            return kept
+        if isinstance(item, dict):
+            keys = list(item)
+            kept = {clip(k): walk(item[k]) for k in keys[:ITEMS_LIMIT]}
+            if len(keys) > ITEMS_LIMIT:
+                cut = True
+                kept["…"] = f"[+{len(keys) - ITEMS_LIMIT:,} keys]"
+            return kept
+        return item
+
+    return walk(jsonable(value)), cut
+
+
+def shown(value: Any) -> Shown:
+    """``value`` as a page shows it: ``shorten``ed, indented, and at most
+    ``TEXT_LIMIT`` characters."""
+    short, cut = shorten(value)
+    text = pretty(short)
+    if len(text) > TEXT_LIMIT:
+        text = f"{text[:TEXT_LIMIT]}\n… [+{len(text) - TEXT_LIMIT:,} characters]"
+        cut = True
+    return Shown(text, cut)
+
+
+def clip(text: Any, limit: int = STRING_LIMIT) -> str:
+    """``text`` cut at ``limit`` characters, the cut marked."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [+{len(text) - limit:,} characters]"
+
+
 def json_html(value: Any) -> SafeString:
-    """``value`` as indented JSON, highlighted: HTML for inside a ``<pre>``."""
-    text = pretty(value)
+    """``value`` as indented JSON, ``shorten``ed, highlighted: HTML for inside a
+    ``<pre>``."""
+    return highlighted(shown(value).text)
+
+
+def highlighted(text: str) -> SafeString:
+    """JSON ``text`` highlighted: HTML for inside a ``<pre>``."""
     if len(text) > HIGHLIGHT_LIMIT:
         return escape(text)
     return mark_safe(highlight(text, _LEXER, _FORMATTER))  # Pygments escapes the text
@@ -56,16 +136,20 @@ class Message:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str = ""
     status: str = ""
+    cut: bool = False
 
 
 @dataclass
 class StateKey:
-    """One key of a state: ``transcript`` when it holds messages, else ``html``."""
+    """One key of a state: ``transcript`` when it holds messages, else ``html``;
+    ``cut`` when the page shows less than the whole value."""
 
     key: str
     summary: str
     html: SafeString | None = None
     transcript: list[Message] | None = None
+    cut: bool = False
+    json_url: str = ""
 
 
 def state_keys(values: Any) -> list[StateKey]:
@@ -79,8 +163,14 @@ def _state_key(key: str, value: Any) -> StateKey:
     messages = as_messages(value)
     if messages is not None:
         count = len(messages)
-        return StateKey(key, f"{count} message{'s' if count != 1 else ''}", transcript=messages)
-    return StateKey(key, _summary(value), html=json_html(jsonable(value)))
+        return StateKey(
+            key,
+            f"{count} message{'s' if count != 1 else ''}",
+            transcript=messages[:ITEMS_LIMIT],
+            cut=count > ITEMS_LIMIT or any(m.cut for m in messages[:ITEMS_LIMIT]),
+        )
+    text = shown(value)
+    return StateKey(key, _summary(value), html=highlighted(text.text), cut=text.cut)
 
 
 def _summary(value: Any) -> str:
@@ -114,7 +204,8 @@ def _message(item: dict) -> Message:
         role=ROLE_NAMES.get(item["type"], item["type"].title()),
         id=str(item.get("id") or ""),
         name=str(item.get("name") or ""),
-        text=text,
+        text=clip(text, MESSAGE_LIMIT),
+        cut=len(text) > MESSAGE_LIMIT,
         parts=[json_html(p) for p in parts],
         tool_calls=[
             ToolCall(str(c.get("name", "")), str(c.get("id") or ""), json_html(c.get("args")))

@@ -1,10 +1,26 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 
 from dashboard import tenancy
 from dashboard.views import actions, audit, checkpoints, history, inbox, runs, store, threads
 from durable.api import api
+
+
+class CheckpointIdConverter:
+    """A checkpoint id as the tables can hold one: at most 64 characters, none of them a
+    slash or NUL (which PostgreSQL refuses in text, a 500 rather than a 404)."""
+
+    regex = r"[^/\x00]{1,64}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(CheckpointIdConverter, "checkpoint")
 
 urlpatterns = [
     path("", threads.thread_list, name="threads"),
@@ -12,12 +28,18 @@ urlpatterns = [
     path("threads/<int:pk>/", threads.thread_detail, name="thread"),
     path("threads/<int:pk>/resume/", threads.resume_thread, name="resume"),
     path("runs/<int:pk>/events/", runs.run_events, name="run-events"),
+    path("runs/<int:pk>/events/<int:seq>/", runs.run_event, name="run-event"),
     # History, the read side (issue 5): the tree, one checkpoint, a diff, the graph.
     path("threads/<int:pk>/history/", history.thread_history, name="thread-history"),
     path(
-        "threads/<int:pk>/checkpoints/<str:checkpoint_id>/",
+        "threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/",
         checkpoints.checkpoint_detail,
         name="checkpoint",
+    ),
+    path(
+        "threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/json/",
+        checkpoints.checkpoint_json,
+        name="checkpoint-json",
     ),
     path("threads/<int:pk>/diff/", checkpoints.checkpoint_diff, name="diff"),
     path("threads/<int:pk>/graph/", checkpoints.thread_graph, name="thread-graph"),
@@ -26,8 +48,14 @@ urlpatterns = [
     path("inbox/threads/<int:pk>/", inbox.inbox_thread, name="inbox-thread"),
     path("inbox/threads/<int:pk>/answer/", inbox.answer, name="inbox-answer"),
     path("inbox/threads/<int:pk>/close/", inbox.close, name="inbox-close"),
-    path("threads/<int:pk>/checkpoints/<str:checkpoint_id>/fork/", actions.fork, name="fork"),
-    path("threads/<int:pk>/checkpoints/<str:checkpoint_id>/replay/", actions.replay, name="replay"),
+    path(
+        "threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/fork/", actions.fork, name="fork"
+    ),
+    path(
+        "threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/replay/",
+        actions.replay,
+        name="replay",
+    ),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("runs/<int:pk>/cancel/", runs.cancel_run, name="cancel-run"),
     path("store/", store.store, name="store"),

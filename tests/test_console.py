@@ -294,6 +294,6 @@ def test_the_runs_table_says_who_asked_and_why_a_run_stopped(client):
         stop_detail="cancelled by ops",
     )
     page = client.get(reverse("thread", args=[thread.pk])).content.decode()
-    assert ">cancelled</span>" in page
+    assert '<span aria-hidden="true">⊘</span> cancelled</span>' in page
     assert "<td>ops</td>" in page
     assert "cancelled by ops" in page

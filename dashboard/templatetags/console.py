@@ -3,16 +3,29 @@ import nh3
 from django import template
 from django.utils.safestring import mark_safe
 
-from dashboard import interrupts
-from durable.values import pretty as _pretty
+from dashboard import interrupts, present
 
 register = template.Library()
 
 
 @register.filter
 def pretty(value) -> str:
-    """Indented JSON of any state value."""
-    return _pretty(value)
+    """Indented JSON of any state value, as pages show it: long strings and lists cut,
+    the cuts marked (``dashboard.present.shown``)."""
+    return present.shown(value).text
+
+
+@register.filter
+def shown(value) -> present.Shown:
+    """``value`` as pages show it, with ``.text`` and ``.cut`` (whether part of it is
+    left out), so that a page can link to the whole value."""
+    return present.shown(value)
+
+
+@register.filter
+def clip(text, limit: int = present.STRING_LIMIT) -> str:
+    """``text`` cut at ``limit`` characters, the cut marked."""
+    return present.clip(text, int(limit))
 
 
 @register.filter
@@ -40,15 +53,17 @@ def status_icon(status: str) -> str:
     return STATUS_ICONS.get(status, "•")
 
 
+# Glyphs that Debian's default fonts (DejaVu) have: ⏸ and ⌛ showed as empty boxes there.
+# ‖ is also the tree's mark of an interrupt.
 STATUS_ICONS = {
     "pending": "◌",
     "running": "▶",
     "busy": "▶",
     "success": "✓",
     "idle": "✓",
-    "interrupted": "⏸",
+    "interrupted": "‖",
     "error": "✗",
-    "timeout": "⌛",
+    "timeout": "◷",
     "cancelled": "⊘",
 }
 

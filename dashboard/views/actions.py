@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods
 
 from dashboard import access
 from dashboard.forms import ForkForm, ReplayForm
+from dashboard.views.pages import refusal
 from durable import runs
 from durable.values import jsonable
 
@@ -76,7 +77,7 @@ def fork(request, pk: int, checkpoint_id: str):
                 requested_by=request.user,
             )
         except runs.InvalidRequest as exc:
-            form.add_error(form.field_for(exc.field), exc.message)
+            form.add_error(form.field_for(exc.field), refusal(exc, thread))
         else:
             if result.run is not None:
                 return _see_other(reverse("run", args=[result.run.pk]))
@@ -120,7 +121,7 @@ def replay(request, pk: int, checkpoint_id: str):
                 requested_by=request.user,
             )
         except runs.InvalidRequest as exc:
-            form.add_error(None, exc.message)
+            form.add_error(None, refusal(exc, thread))
         else:
             return _see_other(reverse("run", args=[run.pk]))
     shape = runs.graph_shape(thread)

@@ -8,7 +8,7 @@ set). A checkpoint that is not the thread's, in the namespace asked for, is a 40
 from __future__ import annotations
 
 from django import forms
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
@@ -17,6 +17,7 @@ from dashboard import access, diffs, graphpic, present
 from dashboard.views.history import form_errors, query_params
 from dashboard.views.pages import render_page
 from durable import history, runs
+from durable.values import jsonable
 
 NS_MAX_LENGTH = 2000
 
@@ -62,12 +63,16 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
     ns = _namespace(request)
     snapshot = _snapshot(thread, checkpoint_id, ns)
     writes = runs.pending_writes(thread, checkpoint_id, checkpoint_ns=ns)
+    keys = present.state_keys(snapshot.values)
+    for key in keys:
+        key.json_url = json_url(thread, checkpoint_id, ns, key.key)
     context = {
         "thread": thread,
         "ns": ns,
         "checkpoint_id": checkpoint_id,
         "snapshot": snapshot,
-        "keys": present.state_keys(snapshot.values),
+        "keys": keys,
+        "json_url": json_url(thread, checkpoint_id, ns),
         "tasks": _tasks(thread, snapshot, ns),
         "writes": _writes(snapshot, writes),
         "metadata_html": present.json_html(snapshot.metadata),
@@ -80,6 +85,65 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
     }
     return render_page(
         request, "dashboard/checkpoint.html", context, target="checkpoint-detail", part="detail"
+    )
+
+
+class JsonForm(NamespaceForm):
+    key = forms.CharField(required=False, max_length=1000, strip=False)
+
+
+@require_GET
+def checkpoint_json(request, pk: int, checkpoint_id: str):
+    """``/threads/<pk>/checkpoints/<id>/json/?ns=&key=``: the whole checkpoint as JSON
+    (values, next, tasks with their errors and interrupts, pending writes, metadata,
+    config), or with ``key`` one state value: what pages show cut
+    (``dashboard.present.shown``), whole. 404 for a key the state does not have."""
+    thread = access.thread_or_404(request, pk)
+    form = JsonForm(request.GET)
+    if not form.is_valid():
+        raise Http404("No such namespace or key.")
+    ns, key = form.cleaned_data["ns"], form.cleaned_data["key"]
+    snapshot = _snapshot(thread, checkpoint_id, ns)
+    if key:
+        values = snapshot.values if isinstance(snapshot.values, dict) else {}
+        if key not in values:
+            raise Http404(f"The state has no key {key!r}.")
+        body = values[key]
+    else:
+        writes = runs.pending_writes(thread, checkpoint_id, checkpoint_ns=ns)
+        body = {
+            "thread_id": thread.thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+            "values": snapshot.values,
+            "next": list(snapshot.next),
+            "tasks": [
+                {
+                    "id": t.id,
+                    "name": t.name,
+                    "error": repr(t.error) if t.error else None,
+                    "interrupts": [{"id": i.id, "value": i.value} for i in t.interrupts],
+                    "result": t.result,
+                }
+                for t in snapshot.tasks
+            ],
+            "pending_writes": [
+                {"task_id": task_id, "channel": channel, "value": value}
+                for task_id, channel, value in writes
+            ],
+            "metadata": snapshot.metadata,
+            "config": snapshot.config,
+            "parent_config": snapshot.parent_config,
+        }
+    return JsonResponse(
+        jsonable(body), safe=False, json_dumps_params={"indent": 2, "ensure_ascii": False}
+    )
+
+
+def json_url(thread, checkpoint_id: str, ns: str = "", key: str = "") -> str:
+    """The URL of ``checkpoint_json``: the whole checkpoint, or one state ``key``."""
+    return reverse("checkpoint-json", args=[thread.pk, checkpoint_id]) + query_params(
+        ns=ns, key=key
     )
 
 
@@ -175,6 +239,7 @@ def _side(thread, snapshot, checkpoint_id: str, ns: str) -> dict:
         "source": metadata.get("source"),
         "next": snapshot.next,
         "url": reverse("checkpoint", args=[thread.pk, checkpoint_id]) + query_params(ns=ns),
+        "json_url": json_url(thread, checkpoint_id, ns),
     }
 
 

@@ -22,6 +22,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
 from dashboard.forms import ResumeForm
+from dashboard.views import checkpoints
+from dashboard.views.pages import refusal
 from durable import runs
 from durable.models import Thread
 
@@ -39,6 +41,7 @@ class Entry:
     since: datetime | None
     form: ResumeForm
     close_form: CloseForm
+    json_url: str = ""
 
 
 class CloseForm(forms.Form):
@@ -51,6 +54,12 @@ class CloseForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Say why the thread is closed without an answer."},
     )
+
+
+class GraphForm(forms.Form):
+    """``?graph=``: the inbox keeps one graph's threads."""
+
+    graph = forms.CharField(required=False, max_length=100)
 
 
 def _see_other(url: str) -> HttpResponseRedirect:
@@ -68,6 +77,7 @@ def _entry(thread: Thread, form: ResumeForm | None = None, close_form=None) -> E
         since=datetime.fromisoformat(state.created_at) if state.created_at else None,
         form=form or ResumeForm(pending),
         close_form=close_form or CloseForm(initial={"checkpoint_id": checkpoint_id}),
+        json_url=checkpoints.json_url(thread, checkpoint_id) if checkpoint_id else "",
     )
 
 
@@ -80,7 +90,22 @@ def inbox(request):
     graphs = list(
         waiting.values("graph").annotate(n=Count("pk"), oldest=Min("updated_at")).order_by("graph")
     )
-    chosen = request.GET.get("graph", "")
+    picked = GraphForm(request.GET)
+    if not picked.is_valid():
+        # A graph name no thread can have (too long, or with a NUL, which PostgreSQL
+        # refuses): an input error, not a server error.
+        return render(
+            request,
+            "dashboard/inbox.html",
+            {
+                "graphs": graphs,
+                "total": sum(g["n"] for g in graphs),
+                "entries": [],
+                "error": "graph: no graph has this name.",
+            },
+            status=400,
+        )
+    chosen = picked.cleaned_data["graph"]
     if chosen:
         waiting = waiting.filter(graph=chosen)
     page = Paginator(waiting.order_by("graph", "updated_at", "pk"), THREADS_PER_PAGE).get_page(
@@ -124,7 +149,7 @@ def answer(request, pk: int):
         try:
             run = runs.resume(thread, **form.resume_args, requested_by=request.user)
         except runs.InvalidRequest as exc:
-            form.add_error(None, exc.message)
+            form.add_error(None, refusal(exc, thread))
         else:
             return _see_other(reverse("run", args=[run.pk]))
     return _render_one(request, entry, status=400)
@@ -159,7 +184,7 @@ def close(request, pk: int):
                     requested_by=request.user,
                 )
             except runs.InvalidRequest as exc:
-                form.add_error(None, exc.message)
+                form.add_error(None, refusal(exc, thread))
             else:
                 return _see_other(reverse("thread", args=[thread.pk]))
     return _render_one(request, entry, status=400)

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import json
 
-from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpResponseBadRequest,
+    HttpResponseRedirect,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils import timezone
@@ -49,6 +55,16 @@ async def _run_event_stream(pk: int, after: int):
             yield b": keepalive\n\n"
         else:
             yield events.sse("end", {"status": item.status})
+
+
+@require_GET
+def run_event(request, pk: int, seq: int):
+    """``/runs/<pk>/events/<seq>/``: one event of the run as JSON, whole (the run page
+    shows long ones shortened). 404 for a run the request may not see."""
+    run = get_object_or_404(access.runs(request), pk=pk)
+    event = get_object_or_404(run.events, seq=seq)
+    body = {"seq": event.seq, "event": event.event, "ns": event.ns, "data": event.data}
+    return JsonResponse(body, json_dumps_params={"indent": 2, "ensure_ascii": False})
 
 
 # -- the run page ------------------------------------------------------------------------

@@ -18,10 +18,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dashboard import access
+from dashboard.filters import has_nul
 
 ITEMS_PER_PAGE = 20
 # Namespaces the tree shows at most; beyond that the page says so.
 NAMESPACES_SHOWN = 500
+MAX_PAGE = 1_000_000
 
 
 class BadFilter(ValueError):
@@ -61,6 +63,13 @@ def parse_filter(text: str) -> dict | None:
     text = text.strip()
     if not text:
         return None
+    parsed = _parse_filter(text)
+    if has_nul(parsed):
+        raise BadFilter("filter: the store cannot hold a NUL character, so none is searched.")
+    return parsed
+
+
+def _parse_filter(text: str) -> dict:
     if text.startswith("{"):
         try:
             parsed = json.loads(text)
@@ -88,7 +97,12 @@ def _json_or_text(value: str):
 
 
 def _page_number(text: str) -> int:
-    return int(text) if text.isdigit() and int(text) > 0 else 1
+    """``?page=``: 1 unless a positive number; at most ``MAX_PAGE`` (a bigger offset
+    overflows the database's integers)."""
+    text = text.lstrip("0")
+    if not (text.isascii() and text.isdigit()):
+        return 1
+    return MAX_PAGE if len(text) > len(str(MAX_PAGE)) else min(int(text), MAX_PAGE)
 
 
 @require_GET

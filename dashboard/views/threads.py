@@ -13,8 +13,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
 from dashboard.forms import ResumeForm, StartRunForm
-from dashboard.views import history
-from dashboard.views.pages import render_page
+from dashboard.views import checkpoints, history
+from dashboard.views.pages import refusal, render_page
 from durable import runs
 from durable.graphs import example_input, graph_names
 from durable.models import Run
@@ -90,7 +90,7 @@ def resume_thread(request, pk: int):
         try:
             runs.resume(thread, **form.resume_args, requested_by=request.user)
         except runs.InvalidRequest as exc:
-            form.add_error(None, exc.message)
+            form.add_error(None, refusal(exc, thread))
         else:
             return _see_other(reverse("thread", args=[thread.pk]))
     return _render_thread(request, thread, form=form, status=400)
@@ -106,8 +106,11 @@ def _render_thread(request, thread, form=None, status=200):
     state = runs.thread_state(thread)
     active_run = thread.runs.filter(status__in=Run.ACTIVE).first()
     pending = list(state.interrupts)
+    latest = ((state.config or {}).get("configurable") or {}).get("checkpoint_id") or ""
     context = {
         "thread": thread,
+        "latest_checkpoint": latest,
+        "latest_json_url": checkpoints.json_url(thread, latest) if latest else "",
         "last_seq": _last_seq(active_run),
         "state": state,
         # The first page of the checkpoint tree; older pages are on the history page.
