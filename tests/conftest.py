@@ -46,6 +46,21 @@ def wait_for(predicate, timeout=60.0, interval=0.1, message="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
+def pg_connections(application_name: str, where: str = "") -> int:
+    """How many connections to the test database the processes named
+    ``application_name`` hold now (libpq's ``PGAPPNAME``), among the backends that also
+    meet SQL condition ``where`` on ``pg_stat_activity`` when given. This database only:
+    other checkouts may run their test processes on the same server, under the same
+    application names. PostgreSQL only; opens this thread's connection."""
+    sql = (
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE application_name = %s AND datname = current_database()"
+    )
+    with connection.cursor() as cur:
+        cur.execute(f"{sql} AND ({where})" if where else sql, [application_name])
+        return cur.fetchone()[0]
+
+
 def _test_broker_url() -> str:
     return os.environ.get("CELERY_BROKER_URL") or (
         f"sqla+sqlite:///{settings.VAR_DIR / 'test-celery-broker.sqlite3'}"
