@@ -17,9 +17,10 @@ boundary ``DURABLE_STOP_GRACE_SECONDS`` later is stopped hard: the worker kills 
 process running it (what Celery's ``revoke(terminate=True)`` does, but without the
 broadcast the embedded broker cannot deliver) and the reaper settles the run.
 
-**Recovery.** ``reap`` (the Celery beat task ``reap_stale_runs``) finds running runs whose
-lease expired, because their worker died (SIGKILL, a lost machine) or was stopped hard,
-and re-enqueues them, or ends them as their stop request says. A re-executed run goes on
+**Recovery.** ``reap``, which every worker's main process runs on a timer
+(``durable.tasks``), finds running runs whose lease expired, because their worker died
+(SIGKILL, a lost machine) or was stopped hard, and re-enqueues them, or ends them as
+their stop request says. A re-executed run goes on
 from the last checkpoint it wrote with input ``None``: LangGraph loads that checkpoint and
 its pending writes, so in a super-step with parallel nodes the nodes that had finished are
 not run again. Neither the embedded broker nor Redis (visibility timeout: one hour)

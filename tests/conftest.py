@@ -117,10 +117,10 @@ def celery_broker():
 
 
 class WorkerProcess:
-    """``celery -A dashboard worker`` with the prefork pool, as ``make run`` starts it,
-    with Celery beat embedded (``-B``) so that it runs the reaper. It leads its own
-    process group, so ``kill()`` takes its pool processes down with it, as a lost
-    machine would."""
+    """``celery -A dashboard worker`` with the prefork pool, as ``make run`` starts it:
+    no Celery beat, since every worker runs the reaper of stale runs itself. It leads
+    its own process group, so ``kill()`` takes its pool processes down with it, as a
+    lost machine would."""
 
     def __init__(self, log_path: Path, name: str = "test", concurrency: int = 2):
         self.log_path = log_path
@@ -149,8 +149,6 @@ class WorkerProcess:
                 "--without-mingle",
                 "--without-heartbeat",
                 f"--hostname={self.hostname}",
-                "--beat",
-                f"--schedule={settings.VAR_DIR / f'celerybeat-{self.name}'}",
             ],
             cwd=ROOT,
             env=worker_env(),
@@ -170,7 +168,7 @@ class WorkerProcess:
         self.proc.send_signal(signal.SIGTERM)
 
     def kill(self):
-        """SIGKILL to the worker and its pool and beat processes: nothing runs on."""
+        """SIGKILL to the worker and its pool processes: nothing runs on."""
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self._log.close()

@@ -31,7 +31,10 @@ def start_worker(name: str, concurrency: int = 1) -> WorkerProcess:
     return WorkerProcess(settings.VAR_DIR / f"test-worker-{name}.log", name, concurrency).start()
 
 
-def test_a_killed_worker_loses_nothing_and_finished_nodes_do_not_run_again(own_workers, tmp_path):
+def test_a_killed_workers_run_is_recovered_by_a_worker_without_beat(own_workers, tmp_path):
+    """No Celery beat runs (``WorkerProcess`` starts none): the rescuer's own reaper
+    finds the expired lease. Nothing is lost, and the nodes that had finished in the
+    interrupted super-step do not run again."""
     doomed = start_worker("doomed")
     run = probe(tmp_path)
     # "fast" has finished and its write is saved; "slow", beside it, is still running.
