@@ -20,19 +20,19 @@ broadcast the embedded broker cannot deliver) and the reaper settles the run.
 **Recovery.** ``reap``, which every worker's main process runs on a timer
 (``durable.tasks``), finds running runs whose lease expired, because their worker died
 (SIGKILL, a lost machine) or was stopped hard, and re-enqueues them, or ends them as
-their stop request says. A re-executed run goes on
-from the last checkpoint it wrote with input ``None``: LangGraph loads that checkpoint and
-its pending writes, so in a super-step with parallel nodes the nodes that had finished are
-not run again. Neither the embedded broker nor Redis (visibility timeout: one hour)
-redelivers the task of a killed worker promptly, so this durability lives in our tables.
+their stop request says. A re-executed run goes on from the last checkpoint it wrote
+with input ``None``: LangGraph loads that checkpoint and its pending writes, so in a
+super-step with parallel nodes the nodes that had finished are not run again. Neither
+the embedded broker nor Redis (visibility timeout: one hour) redelivers the task of a
+killed worker promptly, so this durability lives in our tables.
 
 **Shutdown.** On SIGTERM (warm shutdown) Celery sends ``worker_shutting_down`` in the
 worker's main process; ``durable.tasks`` then asks every run of this worker to drain
 (``drain_worker``), and asks again every second until the worker has stopped, for the
 runs it claims meanwhile (a task that reached the pool just before the signal). Each
 stops after its super-step, goes back to ``pending`` and is enqueued again for another
-worker (``hand_back``). This goes through the database because with the
-prefork pool the runs execute in child processes, which do not receive the signal.
+worker (``hand_back``). This goes through the database because with the prefork pool
+the runs execute in child processes, which do not receive the signal.
 """
 
 from __future__ import annotations
