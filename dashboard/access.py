@@ -1,5 +1,6 @@
-"""What the console shows a request: every queryset of a view starts here, so that
-tenant scoping (issue 6) lands in one place. Until tenants exist, everything is visible."""
+"""What the console shows a request: every queryset of a view, and the store it
+browses, start here, so that tenant scoping (issue 6) lands in one place. Until tenants
+exist, everything is visible."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from durable.models import Run, Thread
+from durable.store import DjangoStore
 
 
 def threads(request) -> QuerySet[Thread]:
@@ -23,3 +25,9 @@ def thread_or_404(request, pk: int) -> Thread:
     """Thread ``pk`` if ``request`` may see it; otherwise ``Http404``, as for a thread
     that does not exist."""
     return get_object_or_404(threads(request), pk=pk)
+
+
+def store(request) -> DjangoStore:
+    """The long-term memory store as ``request`` may browse it: for now the whole store;
+    tenancy narrows it here (to the tenant's namespaces)."""
+    return DjangoStore()

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from dashboard import access
 from dashboard.filters import has_nul
-from durable.store import DjangoStore
 
 ITEMS_PER_PAGE = 20
 # Namespaces the tree shows at most; beyond that the page says so.
@@ -109,7 +109,7 @@ def _page_number(text: str) -> int:
 def store(request):
     """The store page; a bad filter or namespace is shown with its error (400), and
     no item is listed."""
-    store = DjangoStore()
+    store = access.store(request)
     ns_text = request.GET.get("ns", "").strip().strip(".")
     prefix = tuple(label for label in ns_text.split(".") if label)
     filter_text = request.GET.get("filter", "")
