@@ -7,7 +7,6 @@ INSTALLED := $(VENV)/.installed
 RUNTIME := $(VENV)/.runtime
 HOST ?= 127.0.0.1
 PORT ?= 8000
-VAR_DIR := $(or $(DURABLE_VAR_DIR),var)
 # The PostgreSQL + Redis pass of `make test`.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/durable
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
@@ -31,14 +30,12 @@ $(RUNTIME): pyproject.toml
 # Set up, migrate, then serve the console and run a worker beside it (Ctrl-C stops both).
 # uvicorn serves the ASGI application, so run pages and the API stream server-sent
 # events; open streams get 5 s to end when it stops.
-# The worker embeds Celery beat (-B), which schedules the reaper of stale runs.
+# The worker runs the reaper of stale runs itself: no Celery beat.
 run: $(RUNTIME)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bootstrap
 	@echo "Console: http://$(HOST):$(PORT)/ (log in as admin; password in $(VAR_DIR)/admin-password)"
-	mkdir -p $(VAR_DIR)
-	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
-	  --beat --schedule=$(VAR_DIR)/celerybeat-schedule & worker=$$!; \
+	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(BIN)/uvicorn dashboard.asgi:application --host $(HOST) --port $(PORT) \
 	  --lifespan off --timeout-graceful-shutdown 5

@@ -14,7 +14,7 @@ Everything that differs between machines comes from the environment:
 - ``DURABLE_SERDE_ALLOWLIST``: comma-separated dotted class names stored state may hold
   beyond the registered graphs' own types.
 - ``DURABLE_EXTRA_GRAPHS``: more graphs to register, ``name=dotted.path,...``.
-- ``DURABLE_VAR_DIR``: where the SQLite files and the beat schedule live; default ``var/``.
+- ``DURABLE_VAR_DIR``: where the SQLite files live; default ``var/``.
 - Run engine timings, in seconds (``durable.worker``): ``DURABLE_RUN_LEASE_SECONDS``
   (default 30), ``DURABLE_HEARTBEAT_SECONDS`` (a third of the lease),
   ``DURABLE_REAPER_INTERVAL_SECONDS`` (10), ``DURABLE_STOP_GRACE_SECONDS`` (30),
@@ -154,9 +154,10 @@ def _seconds(name: str, default: float | None) -> float | None:
 
 
 # The run engine (durable.worker). A running run holds a lease of DURABLE_RUN_LEASE_SECONDS
-# that its worker renews every DURABLE_HEARTBEAT_SECONDS; the reaper, every
-# DURABLE_REAPER_INTERVAL_SECONDS, re-enqueues runs whose lease expired (their worker died)
-# and re-sends pending runs no worker took for DURABLE_REDISPATCH_SECONDS (a lost message).
+# that its worker renews every DURABLE_HEARTBEAT_SECONDS; the reaper, which every worker
+# runs every DURABLE_REAPER_INTERVAL_SECONDS (durable.tasks; no Celery beat needed),
+# re-enqueues runs whose lease expired (their worker died) and re-sends pending runs no
+# worker took for DURABLE_REDISPATCH_SECONDS (a lost message).
 # A run asked to stop that has not reached a super-step boundary within
 # DURABLE_STOP_GRACE_SECONDS is stopped hard (its pool process is killed).
 # DURABLE_RUN_TIMEOUT_SECONDS bounds a run's wall time (status "timeout"); unset, no limit.
@@ -166,17 +167,6 @@ DURABLE_REAPER_INTERVAL_SECONDS = _seconds("DURABLE_REAPER_INTERVAL_SECONDS", 10
 DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS", 30.0)
 DURABLE_REDISPATCH_SECONDS = _seconds("DURABLE_REDISPATCH_SECONDS", 300.0)
 DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS", None)
-
-# Celery beat (embedded in workers with -B, or `celery -A dashboard beat`) runs the reaper.
-# Several beats are safe: the reaper claims rows with SELECT ... FOR UPDATE SKIP LOCKED.
-CELERY_BEAT_SCHEDULE = {
-    "reap-stale-runs": {
-        "task": "durable.reap_stale_runs",
-        "schedule": DURABLE_REAPER_INTERVAL_SECONDS,
-        # A reaper message older than one interval is superseded by the next one.
-        "options": {"expires": DURABLE_REAPER_INTERVAL_SECONDS},
-    }
-}
 
 # Graphs that runs can name: name -> dotted path of a function returning an uncompiled
 # StateGraph. durable.graphs compiles each with DjangoSaver.

@@ -6,15 +6,18 @@ state and history, runs (background, streamed, waited for) and assistants. A reg
 graph's name is its ``assistant_id`` (and its ``graph_id``). Every operation goes through
 ``durable.runs``; this module only reads models.
 
-Errors are JSON: ``{"detail": message, "field": name}`` (``field`` is ``null`` when no
-single input is at fault): 400 for a body that is not JSON, 404 for an unknown thread,
-run or assistant, 409 when the thread or run is in the wrong state for the request (a
-busy thread under ``reject``, a run that already ended), 422 for any other input that is
-not acceptable. A refused request changes nothing.
+Every answer under the API's root is JSON (its docs page aside). Errors are
+``{"detail": message, "field": name}`` (``field`` is ``null`` when no single input is at
+fault): 400 for a body that is not JSON, 404 for an unknown thread, run or assistant, or
+for a path that is no route of this API, 405 (with ``Allow``) for a method a route does
+not take, 409 when the thread or run is in the wrong state for the request (a busy thread
+under ``reject``, a run that already ended), 422 for any other input that is not
+acceptable, 500 for a failure of the server. A refused request changes nothing.
 
-Not served (refused with 422 naming the field when sent): stateless runs, ``config``,
-``context``, ``interrupt_before``/``interrupt_after``, webhooks, ``cancel`` with
-``action=rollback``, stream modes other than values/updates/custom/tasks; there are no
+Not served: stateless runs (``POST /runs`` and the like: 404), ``config``, ``context``,
+``interrupt_before``/``interrupt_after``, webhooks, thread TTLs, ``values`` filters on
+threads, ``cancel`` with ``action=rollback``, stream modes other than
+values/updates/custom/tasks (refused with 422 naming the field when sent); there are no
 cron routes.
 
 Every request carries a tenant's API token in the ``x-api-key`` header
@@ -26,16 +29,26 @@ token reads; whatever would change a thread, a run or the store is a 403.
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import re
 from typing import Any, Literal
 from urllib.parse import urlencode
 
+from asgiref.sync import iscoroutinefunction
 from django.core.exceptions import RequestDataTooBig
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
-from django.urls import reverse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    StreamingHttpResponse,
+)
+from django.urls import URLPattern, re_path, reverse
 from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
 from langgraph.types import StateSnapshot
 from ninja import Field, NinjaAPI, Query, Router, Schema
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -50,6 +63,8 @@ from durable.models import THREAD_ID_MAX_LENGTH, Run, Thread
 from durable.scoped_store import ScopedStore
 from durable.store import DjangoStore
 from durable.values import jsonable
+
+logger = logging.getLogger(__name__)
 
 # The largest offset a database takes (PostgreSQL's OFFSET is a bigint).
 MAX_OFFSET = 2**63 - 1
@@ -101,7 +116,61 @@ class TenantToken(APIKeyHeader):
         return tenancy.authenticate(key)
 
 
-api = NinjaAPI(
+class JSONOnlyAPI(NinjaAPI):
+    """A ``NinjaAPI`` that answers in JSON where ninja and Django would send HTML or
+    plain text: a path that is no route (Django's 404 page; the API's root too) and a
+    method its route does not take (ninja's ``405 Method not allowed``)."""
+
+    @property
+    def urls(self):
+        patterns, app_name, namespace = super().urls
+        routes = [_with_json_405(p) if isinstance(p, URLPattern) else p for p in patterns]
+        # Last, so that it answers only what no route matched.
+        routes.append(re_path(r"^.*$", _no_route, name="no-route"))
+        return routes, app_name, namespace
+
+
+def _with_json_405(pattern: URLPattern) -> URLPattern:
+    view = pattern.callback
+    if pattern.name == "api-root":  # ninja's root view raises Http404 for reverse()
+        view = _no_route
+    if iscoroutinefunction(view):
+
+        async def answer(request, *args, **kwargs):
+            return _json_405(request, await view(request, *args, **kwargs))
+
+    else:
+
+        def answer(request, *args, **kwargs):
+            return _json_405(request, view(request, *args, **kwargs))
+
+    functools.update_wrapper(answer, view)
+    return URLPattern(pattern.pattern, answer, pattern.default_args, pattern.name)
+
+
+def _json_405(request, response):
+    if not isinstance(response, HttpResponseNotAllowed):
+        return response
+    allowed = ", ".join(sorted(m.strip() for m in response["Allow"].split(",")))
+    answer = _error(
+        request, 405, f"{request.method} is not allowed on {request.path}; allowed: {allowed}."
+    )
+    answer["Allow"] = allowed
+    return answer
+
+
+@csrf_exempt
+def _no_route(request, *args, **kwargs):
+    docs = reverse("api:openapi-view")
+    return _error(
+        request,
+        404,
+        f"{request.method} {request.path} is not a route of this API; its routes are "
+        f"listed at {docs}.",
+    )
+
+
+api = JSONOnlyAPI(
     title="Durable console API",
     version="1",
     description=__doc__,
@@ -160,6 +229,14 @@ def _http_error(request, exc: HttpError):
 @api.exception_handler(Http404)
 def _not_found(request, exc):
     return _error(request, 404, "Not found.")
+
+
+@api.exception_handler(Exception)
+def _server_error(request, exc: Exception):
+    """Anything else is a failure of the server: logged, and a JSON 500 (ninja's default
+    sends a plain-text traceback under DEBUG)."""
+    logger.exception("%s %s failed", request.method, request.path, exc_info=exc)
+    return _error(request, 500, "Internal server error.")
 
 
 @api.exception_handler(ValidationError)
@@ -448,20 +525,27 @@ class ThreadSearch(Strict):
     sort_order: Literal["asc", "desc"] = "desc"
 
 
+def _matching(request, metadata: dict | None, status: str | None) -> QuerySet[Thread]:
+    """The threads whose metadata has every key/value of ``metadata`` (``graph_id`` and
+    ``assistant_id`` match the thread's graph), with ``status``."""
+    found = _threads(request)
+    for key, value in (metadata or {}).items():
+        if key in ("graph_id", "assistant_id"):
+            found = found.filter(graph=value) if isinstance(value, str) else found.none()
+        else:
+            found = found.filter(MetadataKeyEquals(key, value))
+    if status:
+        found = found.filter(status=status)
+    return found
+
+
 @threads.post("/search", summary="Search threads")
 def search_threads(request, body: ThreadSearch = None):
     """Threads whose metadata has every key/value of ``metadata`` (``graph_id`` and
     ``assistant_id`` match the thread's graph), with ``status``, among ``ids``; sorted,
     then ``limit`` (at most 100) from ``offset``."""
     body = body or ThreadSearch()
-    found = _threads(request)
-    for key, value in (body.metadata or {}).items():
-        if key in ("graph_id", "assistant_id"):
-            found = found.filter(graph=value) if isinstance(value, str) else found.none()
-        else:
-            found = found.filter(MetadataKeyEquals(key, value))
-    if body.status:
-        found = found.filter(status=body.status)
+    found = _matching(request, body.metadata, body.status)
     if body.ids is not None:
         found = found.filter(name__in=body.ids)
     sign = "-" if body.sort_order == "desc" else ""
@@ -470,9 +554,50 @@ def search_threads(request, body: ThreadSearch = None):
     return [_thread_json(t) for t in found[body.offset : body.offset + body.limit]]
 
 
+class ThreadCount(Strict):
+    metadata: dict[str, Any] | None = None
+    status: Literal["idle", "busy", "interrupted", "error"] | None = None
+
+
+@threads.post("/count", summary="Count threads", response=int)
+def count_threads(request, body: ThreadCount = None):
+    """How many threads ``POST /threads/search`` would find with the same ``metadata``
+    and ``status``, all pages together."""
+    body = body or ThreadCount()
+    return _matching(request, body.metadata, body.status).count()
+
+
 @threads.get("/{thread_id}", summary="Get a thread")
 def get_thread(request, thread_id: str):
     return _thread_json(_thread(request, thread_id))
+
+
+class ThreadPatch(Strict):
+    metadata: dict[str, Any] = {}
+
+
+@threads.patch("/{thread_id}", summary="Update a thread's metadata")
+def patch_thread(request, thread_id: str, body: ThreadPatch):
+    """Merges ``metadata`` into the thread's: its keys replace the thread's same keys,
+    the others stay. ``graph_id`` and ``assistant_id`` name the thread's graph, which
+    this cannot change: equal to it they change nothing, else 422. Returns the thread,
+    or nothing (204) with ``Prefer: return=minimal``."""
+    thread = _thread(request, thread_id)
+    _may_change(request)
+    metadata = dict(body.metadata)
+    for key in ("graph_id", "assistant_id"):
+        if key in metadata and metadata.pop(key) != (thread.graph or None):
+            raise ApiError(
+                422,
+                f"metadata.{key}: a thread's graph is set when it is created or by its "
+                f"first run, and cannot change (thread {thread_id!r} runs "
+                f"{thread.graph or 'no graph yet'}).",
+                f"metadata.{key}",
+            )
+    thread = runs.update_thread_metadata(thread, metadata)
+    if request.headers.get("Prefer") == "return=minimal":
+        return HttpResponse(status=204)
+    return _thread_json(thread)
 
 
 # -- state and history ----------------------------------------------------------------

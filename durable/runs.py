@@ -1,8 +1,9 @@
 """The operations on threads and runs. The console and the API call only these.
 
-Requests: ``create_thread``, ``start``, ``resume``, ``fork``, ``replay``,
-``answer_again``, ``cancel``, ``delete_thread``. Reading: ``thread_state``, ``state_at``,
-``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``.
+Requests: ``create_thread``, ``update_thread_metadata``, ``start``, ``resume``, ``fork``,
+``replay``, ``answer_again``, ``cancel``, ``delete_thread``. Reading: ``thread_state``,
+``state_at``, ``thread_history``, ``pending_interrupts``, ``pending_writes``,
+``graph_drawing``.
 
 Every request is validated before anything is written: a refused request raises
 ``InvalidRequest`` naming the field at fault and leaves no Run row, no checkpoint and no
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 from langgraph.channels.last_value import LastValue
 from langgraph.constants import START
 from langgraph.errors import InvalidUpdateError
@@ -62,6 +64,7 @@ __all__ = [
     "ForkResult",
     "check_storable",
     "create_thread",
+    "update_thread_metadata",
     "start",
     "resume",
     "fork",
@@ -278,6 +281,21 @@ def _new_thread(tenant: Tenant, name: str | None, **fields) -> Thread:
     so that two tenants' threads of the same name never share a checkpoint."""
     key = str(uuid.uuid4())
     return Thread.objects.create(tenant=tenant, thread_id=key, name=name or key, **fields)
+
+
+def update_thread_metadata(thread: Thread, metadata: dict) -> Thread:
+    """Merge ``metadata`` into the thread's, as the Agent Server's ``PATCH /threads/{id}``
+    does: its keys replace the same keys of the thread's metadata, the other keys stay.
+    Returns the thread as it is now. Raises ``InvalidRequest("metadata")`` for metadata
+    that is not a JSON object or cannot be stored."""
+    metadata = checked_metadata(metadata)
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        # Sorted keys: SQLite compares nested metadata as text (durable.metadata).
+        merged = json.loads(canonical({**thread.metadata, **metadata}))
+        Thread.objects.filter(pk=thread.pk).update(metadata=merged, updated_at=timezone.now())
+    thread.refresh_from_db()
+    return thread
 
 
 def start(

@@ -17,19 +17,22 @@ boundary ``DURABLE_STOP_GRACE_SECONDS`` later is stopped hard: the worker kills 
 process running it (what Celery's ``revoke(terminate=True)`` does, but without the
 broadcast the embedded broker cannot deliver) and the reaper settles the run.
 
-**Recovery.** ``reap`` (the Celery beat task ``reap_stale_runs``) finds running runs whose
-lease expired, because their worker died (SIGKILL, a lost machine) or was stopped hard,
-and re-enqueues them, or ends them as their stop request says. A re-executed run goes on
-from the last checkpoint it wrote with input ``None``: LangGraph loads that checkpoint and
-its pending writes, so in a super-step with parallel nodes the nodes that had finished are
-not run again. Neither the embedded broker nor Redis (visibility timeout: one hour)
-redelivers the task of a killed worker promptly, so this durability lives in our tables.
+**Recovery.** ``reap``, which every worker's main process runs on a timer
+(``durable.tasks``), finds running runs whose lease expired, because their worker died
+(SIGKILL, a lost machine) or was stopped hard, and re-enqueues them, or ends them as
+their stop request says. A re-executed run goes on from the last checkpoint it wrote
+with input ``None``: LangGraph loads that checkpoint and its pending writes, so in a
+super-step with parallel nodes the nodes that had finished are not run again. Neither
+the embedded broker nor Redis (visibility timeout: one hour) redelivers the task of a
+killed worker promptly, so this durability lives in our tables.
 
 **Shutdown.** On SIGTERM (warm shutdown) Celery sends ``worker_shutting_down`` in the
 worker's main process; ``durable.tasks`` then asks every run of this worker to drain
-(``drain_worker``). Each stops after its super-step, goes back to ``pending`` and is
-enqueued again for another worker. This goes through the database because with the
-prefork pool the runs execute in child processes, which do not receive the signal.
+(``drain_worker``), and asks again every second until the worker has stopped, for the
+runs it claims meanwhile (a task that reached the pool just before the signal). Each
+stops after its super-step, goes back to ``pending`` and is enqueued again for another
+worker (``hand_back``). This goes through the database because with the prefork pool
+the runs execute in child processes, which do not receive the signal.
 """
 
 from __future__ import annotations
@@ -592,7 +595,9 @@ def _settle_lost(run: Run) -> bool:
 
 def drain_worker(hostname: str) -> list[int]:
     """Ask every run that worker ``hostname`` is running to drain, so that each goes back
-    to pending after its super-step (``worker_shutting_down``). Returns their ids."""
+    to pending after its super-step (from ``worker_shutting_down`` until the worker has
+    stopped). Returns the ids of the runs asked now: a run already asked to stop is not
+    asked again."""
     running = Run.objects.filter(worker=hostname, status=Run.Status.RUNNING)
     detail = f"worker {hostname} is shutting down"
     asked = [
@@ -600,7 +605,8 @@ def drain_worker(hostname: str) -> list[int]:
         for pk in running.values_list("pk", flat=True)
         if scheduling.request_stop(pk, Run.Stop.SHUTDOWN, detail)
     ]
-    logger.info("%s: asked %d run(s) to drain", hostname, len(asked))
+    if asked:
+        logger.info("%s: asked run(s) %s to drain", hostname, asked)
     return asked
 
 

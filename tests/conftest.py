@@ -46,6 +46,21 @@ def wait_for(predicate, timeout=60.0, interval=0.1, message="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
+def pg_connections(application_name: str, where: str = "") -> int:
+    """How many connections to the test database the processes named
+    ``application_name`` hold now (libpq's ``PGAPPNAME``), among the backends that also
+    meet SQL condition ``where`` on ``pg_stat_activity`` when given. This database only:
+    other checkouts may run their test processes on the same server, under the same
+    application names. PostgreSQL only; opens this thread's connection."""
+    sql = (
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE application_name = %s AND datname = current_database()"
+    )
+    with connection.cursor() as cur:
+        cur.execute(f"{sql} AND ({where})" if where else sql, [application_name])
+        return cur.fetchone()[0]
+
+
 def _test_broker_url() -> str:
     return os.environ.get("CELERY_BROKER_URL") or (
         f"sqla+sqlite:///{settings.VAR_DIR / 'test-celery-broker.sqlite3'}"
@@ -102,10 +117,10 @@ def celery_broker():
 
 
 class WorkerProcess:
-    """``celery -A dashboard worker`` with the prefork pool, as ``make run`` starts it,
-    with Celery beat embedded (``-B``) so that it runs the reaper. It leads its own
-    process group, so ``kill()`` takes its pool processes down with it, as a lost
-    machine would."""
+    """``celery -A dashboard worker`` with the prefork pool, as ``make run`` starts it:
+    no Celery beat, since every worker runs the reaper of stale runs itself. It leads
+    its own process group, so ``kill()`` takes its pool processes down with it, as a
+    lost machine would."""
 
     def __init__(self, log_path: Path, name: str = "test", concurrency: int = 2):
         self.log_path = log_path
@@ -134,8 +149,6 @@ class WorkerProcess:
                 "--without-mingle",
                 "--without-heartbeat",
                 f"--hostname={self.hostname}",
-                "--beat",
-                f"--schedule={settings.VAR_DIR / f'celerybeat-{self.name}'}",
             ],
             cwd=ROOT,
             env=worker_env(),
@@ -155,7 +168,7 @@ class WorkerProcess:
         self.proc.send_signal(signal.SIGTERM)
 
     def kill(self):
-        """SIGKILL to the worker and its pool and beat processes: nothing runs on."""
+        """SIGKILL to the worker and its pool processes: nothing runs on."""
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self._log.close()

@@ -56,6 +56,8 @@ def test_openapi_docs_list_the_routes(web):
     schema = httpx.get(f"{web.url}/api/openapi.json").json()
     assert schema["paths"]["/api/threads/{thread_id}/runs/stream"]["post"]
     assert schema["paths"]["/api/threads/{thread_id}/runs/{run_id}/stream"]["get"]
+    assert schema["paths"]["/api/threads/{thread_id}"]["patch"]
+    assert schema["paths"]["/api/threads/count"]["post"]
     docs = httpx.get(f"{web.url}/api/docs")
     assert docs.status_code == 200
     assert "/static/ninja/swagger-ui-bundle.js" in docs.text  # served here, no CDN
@@ -82,6 +84,34 @@ def test_create_a_thread_with_its_own_id(client):
     with pytest.raises(ConflictError, match="'order-42' already exists"):
         client.threads.create(thread_id="order-42")
     assert Thread.objects.count() == 1
+
+
+def test_update_a_threads_metadata_and_count_threads(client):
+    made = client.threads.create(
+        metadata={"customer": "acme", "tier": 1}, graph_id="parallel_review"
+    )
+    client.threads.create(metadata={"customer": "globex"})
+    graph = {"graph_id": "parallel_review", "assistant_id": "parallel_review"}
+
+    # Merged, as the Agent Server merges: given keys replace, the others stay.
+    updated = client.threads.update(made["thread_id"], metadata={"tier": 2, "region": "eu"})
+    assert updated["metadata"] == {"customer": "acme", "tier": 2, "region": "eu", **graph}
+    assert client.threads.get(made["thread_id"])["metadata"] == updated["metadata"]
+    minimal = client.threads.update(
+        made["thread_id"], metadata={"region": "us", **graph}, return_minimal=True
+    )
+    assert minimal is None
+    assert client.threads.get(made["thread_id"])["metadata"]["region"] == "us"
+    with pytest.raises(NotFoundError, match="Thread 'nope' not found"):
+        client.threads.update("nope", metadata={"region": "us"})
+
+    assert client.threads.count() == 2
+    assert client.threads.count(metadata={"customer": "acme"}) == 1
+    assert client.threads.count(metadata={"tier": 2, "region": "us"}) == 1
+    assert client.threads.count(metadata={"tier": 1}) == 0
+    assert client.threads.count(metadata={"graph_id": "parallel_review"}) == 1
+    assert client.threads.count(status="idle") == 2
+    assert client.threads.count(status="interrupted") == 0
 
 
 def test_search_threads_by_status_graph_and_metadata(client, worker):
@@ -455,6 +485,16 @@ BAD_REQUESTS = [
     ("POST", "/threads/search", {"limit": "ten"}, 422, "limit", "valid integer"),
     ("POST", "/threads/search", {"limit": 0}, 422, "limit", "greater than or equal to 1"),
     ("POST", "/threads/search", {"status": "asleep"}, 422, "status", "'idle'"),
+    ("POST", "/threads/count", {"status": "asleep"}, 422, "status", "'idle'"),
+    ("POST", "/threads/count", {"values": {"status": "paid"}}, 422, "values", "not supported"),
+    ("POST", "/threads/count", {"metadata": [1]}, 422, "metadata", "valid dictionary"),
+    ("PATCH", "/threads/nope", {"metadata": {"a": 1}}, 404, "thread_id", "Thread 'nope' not found"),
+    ("PATCH", ON_T1, None, 422, "body", "needs a JSON body"),
+    ("PATCH", ON_T1, {"metadata": [1]}, 422, "metadata", "valid dictionary"),
+    ("PATCH", ON_T1, {"metadata": {"a": "\u0000"}}, 422, "metadata", "NUL character"),
+    ("PATCH", ON_T1, {"metadata": {"a": 1}, "ttl": {"ttl": 5}}, 422, "ttl", "not supported"),
+    ("PATCH", ON_T1, {"metadata": {"a": 1, "graph_id": "parallel_review"}}, 422, "metadata.graph_id", "cannot change"),
+    ("PATCH", "/threads/bare", {"metadata": {"assistant_id": "expense_approval"}}, 422, "metadata.assistant_id", "no graph yet"),
     ("GET", "/threads/nope", None, 404, "thread_id", "Thread 'nope' not found"),
     ("GET", "/threads/a%00b", None, 404, "thread_id", "not found"),
     ("DELETE", "/threads/nope", None, 404, "thread_id", "not found"),
@@ -532,7 +572,7 @@ def test_bodies_must_be_json_and_not_too_large(arranged):
 def test_bad_requests_name_the_field_and_change_nothing(
     arranged, method, path, body, status, field, message
 ):
-    before = counts(), list(Checkpoint.objects.values_list("checkpoint_id", flat=True))
+    before = stored()
     path = path.replace("{foreign}", arranged["foreign"])
     if isinstance(body, dict):
         body = {k: arranged.get(str(v).strip("{}"), v) for k, v in body.items()}
@@ -551,7 +591,56 @@ def test_bad_requests_name_the_field_and_change_nothing(
     error = response.json()
     assert error["field"] == field
     assert message in error["detail"]
-    assert (counts(), list(Checkpoint.objects.values_list("checkpoint_id", flat=True))) == before
+    assert stored() == before
+
+
+def stored() -> tuple:
+    """What a refused request must leave as it was."""
+    return (
+        counts(),
+        list(Checkpoint.objects.values_list("checkpoint_id", flat=True)),
+        list(Thread.objects.order_by("pk").values_list("metadata", "updated_at")),
+    )
+
+
+# (method, path under /api, status, part of the message, Allow); the threads and runs
+# named need not exist: no route takes these requests.
+# fmt: off
+NOT_SERVED = [
+    ("POST", "/runs", 404, "POST /api/runs is not a route of this API", None),
+    ("POST", "/runs/stream", 404, "POST /api/runs/stream is not a route", None),
+    ("POST", "/runs/wait", 404, "POST /api/runs/wait is not a route", None),
+    ("GET", "/", 404, "GET /api/ is not a route", None),
+    ("PUT", "/store/items", 404, "PUT /api/store/items is not a route", None),
+    ("GET", "/threads/t1/nope", 404, "GET /api/threads/t1/nope is not a route", None),
+    ("PUT", "/threads/t1", 405, "PUT is not allowed on /api/threads/t1; allowed: DELETE, GET, PATCH.", "DELETE, GET, PATCH"),
+    ("GET", "/threads/count", 405, "allowed: POST.", "POST"),
+    ("DELETE", "/threads/search", 405, "DELETE is not allowed on /api/threads/search", "POST"),
+    ("GET", "/threads/t1/runs/wait", 405, "allowed: POST.", "POST"),
+    ("POST", "/threads/t1/runs/1/stream", 405, "allowed: GET.", "GET"),
+    ("GET", "/threads/t1/runs/1/cancel", 405, "allowed: POST.", "POST"),
+    ("PATCH", "/assistants/search", 405, "allowed: POST.", "POST"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("method", "path", "status", "message", "allow"), NOT_SERVED)
+def test_paths_and_methods_the_api_does_not_serve_answer_in_json(
+    web, method, path, status, message, allow
+):
+    body = {} if method in ("POST", "PUT", "PATCH") else None
+    response = httpx.request(method, f"{web.url}/api{path}", json=body)
+    assert response.status_code == status
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["field"] is None
+    assert message in response.json()["detail"]
+    assert response.headers.get("Allow") == allow
+
+
+def test_the_sdks_stateless_runs_are_refused_in_json(client):
+    with pytest.raises(NotFoundError, match="POST /api/runs is not a route of this API"):
+        client.runs.create(None, "expense_approval", input=EXPENSE)
+    assert counts() == (0, 0, 0)
 
 
 def test_answers_must_match_the_interrupts_response_schema(arranged):

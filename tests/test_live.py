@@ -16,7 +16,7 @@ from django.db import connection
 
 from durable import events, runs
 from durable.models import Run, RunEvent
-from tests.conftest import wait_for
+from tests.conftest import pg_connections, wait_for
 from tests.graphs import release, runs_of
 from tests.test_worker import EXPENSE, finished
 from tests.webserver import WEB_APPLICATION_NAME, WEB_POOL_SIZE
@@ -108,13 +108,7 @@ def web_connections(web) -> int:
     """Database connections the web process holds now: its backends on PostgreSQL, its
     open handles on the database file on SQLite."""
     if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE application_name = %s AND datname = current_database()",
-                [WEB_APPLICATION_NAME],
-            )
-            return cur.fetchone()[0]
+        return pg_connections(WEB_APPLICATION_NAME)
     database = os.path.realpath(settings.DATABASES["default"]["NAME"])
     fds = Path(f"/proc/{web.proc.pid}/fd")
     return sum(1 for fd in fds.iterdir() if _target(fd) == database)
@@ -178,14 +172,7 @@ def _counted(web) -> int:
 
 
 def listeners(web) -> int:
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE application_name = %s AND datname = current_database()"
-            " AND query LIKE 'LISTEN %%'",
-            [WEB_APPLICATION_NAME],
-        )
-        return cur.fetchone()[0]
+    return pg_connections(WEB_APPLICATION_NAME, "query LIKE 'LISTEN %%'")
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")

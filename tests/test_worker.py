@@ -12,7 +12,7 @@ from django.db import connection
 from durable import runs
 from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite, Run, Thread
 from durable.tasks import execute_run
-from tests.conftest import WORKER_APPLICATION_NAME, wait_for
+from tests.conftest import WORKER_APPLICATION_NAME, pg_connections, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -141,15 +141,7 @@ def test_unchanged_channels_are_not_copied_into_new_blobs(worker):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="counts PostgreSQL backends")
 def test_runs_leave_no_database_connection_open(worker):
     def worker_connections() -> int:
-        with connection.cursor() as cur:
-            cur.execute(
-                # This database only: other checkouts may run their test workers on
-                # the same server, under the same application name.
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE application_name = %s AND datname = current_database()",
-                [WORKER_APPLICATION_NAME],
-            )
-            return cur.fetchone()[0]
+        return pg_connections(WORKER_APPLICATION_NAME)
 
     seen, stop = [], threading.Event()
 

@@ -36,15 +36,16 @@ async def run_events(request, pk: int):
         after = events.last_event_id(request)
     except ValueError as exc:
         return HttpResponseBadRequest(str(exc))
-    if not await events.borrow(_run_exists, pk):
+    if not await events.borrow(_visible, request, pk):
         raise Http404(f"No run {pk}.")
     return StreamingHttpResponse(
         _run_event_stream(pk, after), content_type="text/event-stream", headers=events.SSE_HEADERS
     )
 
 
-def _run_exists(pk: int) -> bool:
-    return Run.objects.filter(pk=pk).exists()
+def _visible(request, pk: int) -> bool:
+    """Whether run ``pk`` exists and ``request`` may see it (``dashboard.access``)."""
+    return access.runs(request).filter(pk=pk).exists()
 
 
 async def _run_event_stream(pk: int, after: int):
