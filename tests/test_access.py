@@ -8,7 +8,6 @@ import ast
 from pathlib import Path
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 import dashboard.views
@@ -44,6 +43,6 @@ def test_the_check_finds_unscoped_reads():
 # transaction=True: the events view reads on a borrowed connection, which it closes.
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("pk", [999_999, 10**20])
-def test_the_events_of_a_run_the_request_cannot_see_are_a_404(pk):
-    assert Client().get(reverse("run-events", args=[pk])).status_code == 404
-    assert Client().get(reverse("run", args=[pk])).status_code == 404
+def test_the_events_of_a_run_the_request_cannot_see_are_a_404(client, pk):
+    assert client.get(reverse("run-events", args=[pk])).status_code == 404
+    assert client.get(reverse("run", args=[pk])).status_code == 404

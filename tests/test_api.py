@@ -611,7 +611,6 @@ NOT_SERVED = [
     ("POST", "/runs/stream", 404, "POST /api/runs/stream is not a route", None),
     ("POST", "/runs/wait", 404, "POST /api/runs/wait is not a route", None),
     ("GET", "/", 404, "GET /api/ is not a route", None),
-    ("PUT", "/store/items", 404, "PUT /api/store/items is not a route", None),
     ("GET", "/threads/t1/nope", 404, "GET /api/threads/t1/nope is not a route", None),
     ("PUT", "/threads/t1", 405, "PUT is not allowed on /api/threads/t1; allowed: DELETE, GET, PATCH.", "DELETE, GET, PATCH"),
     ("GET", "/threads/count", 405, "allowed: POST.", "POST"),

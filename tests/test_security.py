@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from durable.api import api
-from durable.models import Role, Run, Tenant
+from durable.models import Role, Run, RunEvent, Tenant
 from durable.scoped_store import ScopedStore
 from durable.store import DjangoStore
 from durable.tenancy import create_token
@@ -44,6 +44,8 @@ CONSOLE = {
     "fork": ("POST", "checkpoint", True),
     "replay": ("POST", "checkpoint", True),
     "run": ("GET", "run", False),
+    "run-event": ("GET", "event", False),
+    "checkpoint-json": ("GET", "checkpoint", False),
     "cancel-run": ("POST", "run", True),
     "store": ("GET", "tenant", False),
     "audit": ("GET", "tenant", False),
@@ -77,6 +79,7 @@ def world():
     )
     globex = Tenant.objects.create(slug="globex", name="Globex")
     ScopedStore(DjangoStore(), ("default",)).put(("notes",), "k", {"v": 1})
+    RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, {"status": "interrupted"})
     viewer, foreign = Client(), Client()
     viewer.force_login(member("vera", role=Role.VIEWER))
     foreign.force_login(member("mallory", globex, Role.OPERATOR))
@@ -98,6 +101,7 @@ def console_url(name: str, needs: str, world: dict) -> str:
         "thread": [thread.pk],
         "run": [world["run"].pk],
         "checkpoint": [thread.pk, checkpoint],
+        "event": [world["run"].pk, 1],
     }[needs]
     query = f"?a={checkpoint}&b={checkpoint}" if name == "diff" else ""
     return reverse(name, args=args) + query
