@@ -24,6 +24,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from durable.models import Role, Tenant
+from durable.tenancy import may_act
 
 SESSION_KEY = "durable_tenant"
 AUDITOR_PERMISSION = "durable.audit_all_tenants"
@@ -73,3 +74,9 @@ def switch_tenant(request):
     if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
         target = reverse("threads")
     return HttpResponseRedirect(target)
+
+
+def role(request) -> dict:
+    """Template context: ``may_act``, whether the request's role may act (operators and
+    admins), so that pages offer viewers no form they would be refused."""
+    return {"may_act": may_act(getattr(request, "role", None) or "")}

@@ -92,6 +92,13 @@ def test_a_viewer_reads_but_cannot_act(client):
     assert Run.objects.get(pk=run.pk).status == Run.Status.PENDING
     page = viewer.get(reverse("thread", args=[thread.pk])).content.decode()
     assert "(viewer)" in page
+    # Pages offer a viewer no form that would be refused.
+    inbox = viewer.get(reverse("inbox-thread", args=[thread.pk])).content.decode()
+    assert 'class="answer-form"' not in inbox and "answering is for operators" in inbox
+    listing = viewer.get(reverse("threads")).content.decode()
+    assert "Start expense_approval" not in listing
+    operator_inbox = client.get(reverse("inbox-thread", args=[thread.pk])).content.decode()
+    assert 'class="answer-form"' in operator_inbox
 
 
 def test_the_console_needs_a_login():
