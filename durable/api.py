@@ -479,7 +479,9 @@ threads = Router(tags=["threads"])
 ThreadId = Field(None, min_length=1, max_length=THREAD_ID_MAX_LENGTH)
 # Ids a URL path cannot carry back as one segment: clients and proxies resolve "." and
 # "..", and "/" splits the segment, so such a thread could be created but never reached.
-UNREACHABLE_THREAD_IDS = re.compile(r"/|^\.{1,2}$")
+# Ids a thread URL cannot carry: a "/" or a dot segment, or the name of a route beside
+# /threads/{thread_id} (GET /threads/search would not reach a thread named "search").
+UNREACHABLE_THREAD_IDS = re.compile(r"/|^\.{1,2}$|^(search|count)$")
 
 
 class ThreadCreate(Strict):
@@ -503,7 +505,11 @@ def create_thread(request, body: ThreadCreate = None):
     if body.thread_id is not None:
         runs.check_storable(body.thread_id, "thread_id")
         if UNREACHABLE_THREAD_IDS.search(body.thread_id):
-            raise ApiError(422, "thread_id cannot hold '/' or be '.' or '..' in URLs.", "thread_id")
+            raise ApiError(
+                422,
+                "thread_id cannot hold '/' or be '.', '..', 'search' or 'count' in URLs.",
+                "thread_id",
+            )
         if existing := _find_thread(request, body.thread_id):
             if body.if_exists == "raise":
                 raise ApiError(409, f"Thread {body.thread_id!r} already exists.", "thread_id")
@@ -779,6 +785,8 @@ def _create_run(request, thread_id: str, body: RunCreate) -> Run:
     thread = _find_thread(request, thread_id)
     if thread is None and (body.if_not_exists != "create" or body.input is None):
         raise ApiError(404, f"Thread {thread_id!r} not found.", "thread_id")
+    if thread is None and UNREACHABLE_THREAD_IDS.search(thread_id):
+        raise ApiError(422, f"A thread cannot be named {thread_id!r}.", "thread_id")
     _may_change(request)
     if thread is not None and thread.graph and thread.graph != graph:
         raise ApiError(

@@ -475,6 +475,7 @@ BAD_REQUESTS = [
     ("POST", "/threads", {"thread_id": ""}, 422, "thread_id", "at least 1 character"),
     ("POST", "/threads", {"thread_id": "a/b"}, 422, "thread_id", "cannot hold '/'"),
     ("POST", "/threads", {"thread_id": ".."}, 422, "thread_id", "cannot hold '/'"),
+    ("POST", "/threads", {"thread_id": "count"}, 422, "thread_id", "'search' or 'count'"),
     ("POST", "/threads/search", {"offset": 2**63}, 422, "offset", "less than or equal"),
     ("GET", ON_T1 + "/runs?offset=" + "9" * 30, None, 422, "offset", "less than or equal"),
     ("POST", "/threads", {"thread_id": "a\u0000b"}, 422, "thread_id", "NUL character"),
