@@ -6,7 +6,7 @@ from celery import shared_task
 from celery.signals import worker_process_init, worker_shutdown, worker_shutting_down
 from django.db import connections
 
-from durable import worker
+from durable import retention, worker
 
 
 @shared_task(name="durable.execute_run", bind=True)
@@ -20,6 +20,14 @@ def reap_stale_runs() -> dict:
     """Requeue or settle runs whose worker stopped renewing its lease; re-send runs whose
     message was lost (``durable.worker.reap``). Scheduled by Celery beat."""
     return worker.reap()
+
+
+@shared_task(name="durable.sweep_retention")
+def sweep_retention() -> dict:
+    """Apply the retention policies and delete the store's expired items
+    (``durable.retention.sweep``). Scheduled by Celery beat every
+    ``DURABLE_RETENTION_INTERVAL_SECONDS``."""
+    return retention.sweep()
 
 
 @worker_process_init.connect
