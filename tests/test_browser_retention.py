@@ -52,7 +52,7 @@ def shot(page, name: str) -> None:
 
 def test_an_admin_prunes_a_thread_after_a_dry_run_and_finds_it_in_the_audit(admin_page, web):
     page = admin_page
-    thread = history("retention_nested", 6)
+    thread = history("retention_nested", 6, name="order-1042")
     plan = retention.prune_threads(Thread.objects.filter(pk=thread.pk), dry_run=True)
     [outcome] = plan.outcomes
     before = retention.counts(thread.thread_id)

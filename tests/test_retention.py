@@ -53,10 +53,12 @@ MONTH = timedelta(days=30)
 # -- helpers ------------------------------------------------------------------------------
 
 
-def history(graph: str, steps: int = 20, *, tenant: Tenant | None = None) -> Thread:
+def history(
+    graph: str, steps: int = 20, *, tenant: Tenant | None = None, name: str | None = None
+) -> Thread:
     """A thread of one of ``tests.retention_graphs``' graphs, run here up to its
     interrupt after ``steps`` ticks."""
-    thread = runs.create_thread(graph, tenant=tenant)
+    thread = runs.create_thread(graph, tenant=tenant, thread_id=name)
     state = {"retention_delta": "log", "retention_nested": "notes"}[graph]
     get_graph(graph).invoke(
         {"n": 0, "steps": steps, state: []},
