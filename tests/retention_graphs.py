@@ -1,5 +1,7 @@
 """Graphs with long histories for the retention tests (``tests/test_retention*.py``),
-registered in ``settings.DURABLE_GRAPHS`` by ``register()``.
+registered in ``settings.DURABLE_GRAPHS`` for those tests only (their autouse fixture
+``retention_graphs``), so other tests see the registry as the web and worker processes
+do.
 
 ``retention_delta``: a ``DeltaChannel`` log (snapshot every 3 updates) that ``tick``
 appends to ``steps`` times, with ``left`` and ``right`` in parallel every fifth tick,
@@ -16,7 +18,6 @@ from __future__ import annotations
 import operator
 from typing import Annotated
 
-from django.conf import settings
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
@@ -27,10 +28,6 @@ GRAPHS = {
     "retention_nested": "tests.retention_graphs.build_nested",
 }
 RECURSION_LIMIT = 500
-
-
-def register() -> None:
-    settings.DURABLE_GRAPHS.update(GRAPHS)
 
 
 def concat(state: list, batches: list) -> list:

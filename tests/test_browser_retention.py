@@ -17,7 +17,7 @@ from durable import retention
 from durable.models import AuditEvent, Thread
 from tests.conftest import log_in
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
-from tests.test_retention import history, root_ids
+from tests.test_retention import history, retention_graphs, root_ids  # noqa: F401
 from tests.test_retention_admin import superuser  # noqa: F401  (the admin user fixture)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]

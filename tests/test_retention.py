@@ -39,12 +39,18 @@ from durable.models import (
 )
 from durable.store import DjangoStore
 from tests.conftest import ROOT, worker_env
-from tests.retention_graphs import RECURSION_LIMIT, register
+from tests.retention_graphs import GRAPHS, RECURSION_LIMIT
 from tests.test_console_actions import at_interrupt, everything
 
-register()
-
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def retention_graphs(monkeypatch):
+    """The graphs of ``tests.retention_graphs``, registered for this test only."""
+    for name, path in GRAPHS.items():
+        monkeypatch.setitem(settings.DURABLE_GRAPHS, name, path)
+
 
 OLD = timedelta(days=40)
 MONTH = timedelta(days=30)

@@ -33,7 +33,13 @@ from durable.models import (
 from durable.store import DjangoStore
 from tests.conftest import PASSWORD
 from tests.test_console_actions import everything
-from tests.test_retention import MONTH, age, history, root_ids
+from tests.test_retention import (  # noqa: F401  (retention_graphs: an autouse fixture)
+    MONTH,
+    age,
+    history,
+    retention_graphs,
+    root_ids,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
