@@ -30,12 +30,15 @@ $(RUNTIME): pyproject.toml
 # Set up, migrate, then serve the console and run a worker beside it (Ctrl-C stops both).
 # uvicorn serves the ASGI application, so run pages and the API stream server-sent
 # events; open streams get 5 s to end when it stops.
-# The worker runs the reaper of stale runs itself: no Celery beat.
+# The worker runs the reaper of stale runs itself; its embedded Celery beat (--beat)
+# schedules the retention sweep.
 run: $(RUNTIME)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bootstrap
 	@echo "Console: http://$(HOST):$(PORT)/ (log in as admin; password in $(VAR_DIR)/admin-password)"
-	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 & worker=$$!; \
+	mkdir -p $(VAR_DIR)
+	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
+	  --beat --schedule=$(VAR_DIR)/celerybeat-schedule & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(BIN)/uvicorn dashboard.asgi:application --host $(HOST) --port $(PORT) \
 	  --lifespan off --timeout-graceful-shutdown 5

@@ -19,6 +19,8 @@ Everything that differs between machines comes from the environment:
   (default 30), ``DURABLE_HEARTBEAT_SECONDS`` (a third of the lease),
   ``DURABLE_REAPER_INTERVAL_SECONDS`` (10), ``DURABLE_STOP_GRACE_SECONDS`` (30),
   ``DURABLE_REDISPATCH_SECONDS`` (300) and ``DURABLE_RUN_TIMEOUT_SECONDS`` (unset: no limit).
+- ``DURABLE_RETENTION_INTERVAL_SECONDS``: how often beat applies the retention policies
+  and sweeps the store's expired items (default 3600).
 """
 
 import os
@@ -168,6 +170,19 @@ DURABLE_REAPER_INTERVAL_SECONDS = _seconds("DURABLE_REAPER_INTERVAL_SECONDS", 10
 DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS", 30.0)
 DURABLE_REDISPATCH_SECONDS = _seconds("DURABLE_REDISPATCH_SECONDS", 300.0)
 DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS", None)
+DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS", 3600.0)
+
+# Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
+# retention sweep (durable.retention): the policies, then the store's TTL sweep. Several
+# beats are safe: threads are claimed with SELECT ... FOR UPDATE SKIP LOCKED. The reaper
+# of stale runs needs no beat: every worker runs it (durable.tasks).
+CELERY_BEAT_SCHEDULE = {
+    "sweep-retention": {
+        "task": "durable.sweep_retention",
+        "schedule": DURABLE_RETENTION_INTERVAL_SECONDS,
+        "options": {"expires": DURABLE_RETENTION_INTERVAL_SECONDS},
+    },
+}
 
 # Graphs that runs can name: name -> dotted path of a function returning an uncompiled
 # StateGraph. durable.graphs compiles each with DjangoSaver.

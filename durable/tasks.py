@@ -24,7 +24,7 @@ from celery.signals import (
 from django.conf import settings
 from django.db import connections
 
-from durable import worker
+from durable import retention, worker
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,14 @@ logger = logging.getLogger(__name__)
 def execute_run(self, run_id: int) -> str:
     """Execute run ``run_id`` in this worker; returns the run's status afterwards."""
     return worker.execute(run_id, worker=self.request.hostname or "")
+
+
+@shared_task(name="durable.sweep_retention")
+def sweep_retention() -> dict:
+    """Apply the retention policies and delete the store's expired items
+    (``durable.retention.sweep``). Scheduled by Celery beat every
+    ``DURABLE_RETENTION_INTERVAL_SECONDS``."""
+    return retention.sweep()
 
 
 @worker_process_init.connect
