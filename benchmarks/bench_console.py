@@ -57,10 +57,16 @@ def fill_tree(count: int, branches: int):
     from langgraph.checkpoint.base.id import uuid6
 
     from durable.checkpoint import DjangoSaver
-    from durable.models import Checkpoint, CheckpointWrite, Thread
+    from durable.models import Checkpoint, CheckpointWrite, Tenant, Thread
 
     thread, _ = Thread.objects.get_or_create(
-        thread_id=TREE_THREAD, defaults={"graph": GRAPH, "status": "interrupted"}
+        thread_id=TREE_THREAD,
+        defaults={
+            "graph": GRAPH,
+            "status": "interrupted",
+            "tenant": Tenant.default(),
+            "name": TREE_THREAD,
+        },
     )
     if Checkpoint.objects.filter(thread_id=TREE_THREAD).count() == count:
         return thread
@@ -131,7 +137,7 @@ def fill_threads(count: int) -> None:
     updated a minute apart."""
     from django.db import connection
 
-    from durable.models import Thread
+    from durable.models import Tenant, Thread
 
     if Thread.objects.exclude(thread_id=TREE_THREAD).count() != count:
         Thread.objects.exclude(thread_id=TREE_THREAD).delete()
@@ -140,7 +146,9 @@ def fill_threads(count: int) -> None:
         for i in range(count):
             batch.append(
                 Thread(
+                    tenant=Tenant.default(),
                     thread_id=f"bench-{i:06}",
+                    name=f"bench-{i:06}",
                     graph=rng.choice(["expense_approval", "parallel_review", "fault_tolerance"]),
                     status=rng.choice(STATUSES),
                     metadata={"team": f"team-{rng.randrange(40)}", "priority": rng.randrange(5)},
@@ -184,6 +192,17 @@ def measure(client, url: str, rounds: int) -> tuple[float, float, int, int]:
     return statistics.median(samples), p95, len(queries), status
 
 
+def operator():
+    """An operator of the default tenant, whom the console's pages need logged in."""
+    from django.contrib.auth import get_user_model
+
+    from durable.models import Membership, Tenant
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-operator")
+    Membership.objects.get_or_create(user=user, tenant=Tenant.default())
+    return user
+
+
 def main() -> None:
     args = parse()
     ensure_database(args.url)
@@ -208,6 +227,7 @@ def main() -> None:
     )
     middle = ids[len(ids) // 2]
     client = Client(SERVER_NAME="localhost")
+    client.force_login(operator())
     pages = [
         (f"thread page, {len(ids)} checkpoints", f"/threads/{thread.pk}/"),
         ("history page in the middle", f"/threads/{thread.pk}/history/?before={middle}"),

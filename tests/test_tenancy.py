@@ -215,14 +215,14 @@ def test_operator_actions_are_audited_with_actor_reason_and_checkpoints(client, 
     at = head(thread)
     response = client.post(
         reverse("fork", args=[thread.pk, at]),
-        {"as_node": "validate", "reason": "wrong amount", "state-amount": "10", "run_after": "on"},
+        {"as_node": "validate", "reason": "wrong amount", "state-amount": "10"},
     )
     assert response.status_code == 303, response.content.decode()[:2000]
     fork = AuditEvent.objects.get(action=AuditEvent.Action.FORK)
     assert (fork.actor, fork.reason, fork.tenant) == ("operator", "wrong amount", Tenant.default())
     assert fork.thread_name == thread.name and fork.checkpoint_id == at
     assert fork.checkpoint_before == at and fork.checkpoint_after not in ("", at)
-    run = Run.objects.filter(thread=thread).latest("pk")
+    run = made_run(status=Run.Status.PENDING)  # no worker takes it: nothing races
     client.post(reverse("cancel-run", args=[run.pk]))
     cancel = AuditEvent.objects.get(action=AuditEvent.Action.CANCEL)
     assert (cancel.actor, cancel.run_id) == ("operator", run.pk)
