@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from tests.conftest import log_in
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
 from tests.test_browser_history import screenshot
 from tests.test_console_big_values import BIG, big_claim_thread
@@ -15,11 +16,13 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
 @pytest.fixture
-def page():
+def page(operator, web):
+    """A chromium page logged in to the console as ``operator``."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(30_000)
+        log_in(page, web.url)
         yield page
         browser.close()
 

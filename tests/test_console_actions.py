@@ -497,7 +497,7 @@ def test_the_run_page_shows_status_events_and_what_runs_now(client):
     assert "Reason: Monthly batch" in page
     # Follows the run's events after the last one shown, and polls without a stream.
     assert f'sse-connect="{reverse("run-events", args=[run.pk])}?after=5"' in page
-    assert "every 2s [!this.closest('[data-sse=open]')]" in page
+    assert 'poll" data-poll-ms="2000"' in page  # static/dashboard/live.js polls
     assert 'id="cancel-run"' in page
 
     fragment = client.get(
