@@ -72,6 +72,8 @@ ENGINE_TIMINGS = {
     "DURABLE_REAPER_INTERVAL_SECONDS": "1",
     "DURABLE_STOP_GRACE_SECONDS": "3",
     "DURABLE_REDISPATCH_SECONDS": "2",
+    # Workers keep their connection pool between runs; here it empties within seconds.
+    "DURABLE_DB_POOL_MAX_IDLE_SECONDS": "1",
 }
 
 
