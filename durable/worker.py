@@ -47,18 +47,18 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
-from django.db import IntegrityError, connections, transaction
-from django.db.models import F, Q
+from django.db import connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 from langgraph.types import Command
 
-from durable import runs, scheduling
+from durable import runs, runsql, scheduling
 from durable.graphs import get_graph
 from durable.models import Checkpoint, Run, RunEvent, Thread
-from durable.values import jsonable
+from durable.values import json_text, jsonable
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +67,9 @@ LOST = "lease lost"  # the drain reason of a worker whose run was handed to anot
 # Renew the lease after a chunk at most this often (seconds): the heartbeat thread keeps
 # it anyway, and a chunk may come every few milliseconds.
 RENEW_AFTER_CHUNK_EVERY = 1.0
+# The longest a run's event waits in the worker before it is written (seconds), so that
+# live progress stays live while events are written in batches.
+FLUSH_EVERY = 0.1
 
 _in_pool_child = False
 
@@ -90,7 +93,7 @@ def execute(run_id: int, *, worker: str = "") -> str:
     record the outcome. Returns the run's status afterwards, or ``"missing"`` when the
     run no longer exists. A run that is not pending, or that must wait for an earlier
     run of its thread, is left as it is."""
-    run, claimed = _claim(run_id, worker or "worker")
+    run, claimed = runsql.claim(run_id, worker or "worker", _seconds("DURABLE_RUN_LEASE_SECONDS"))
     if run is None:
         logger.warning("run %s no longer exists", run_id)
         return "missing"
@@ -104,32 +107,6 @@ def execute(run_id: int, *, worker: str = "") -> str:
     return execution.execute()
 
 
-def _claim(run_id: int, worker: str) -> tuple[Run | None, bool]:
-    run = Run.objects.filter(pk=run_id).first()
-    if run is None or run.status != Run.Status.PENDING:
-        return run, False
-    try:
-        with transaction.atomic():
-            Thread.objects.select_for_update(no_key=True).filter(pk=run.thread_id).first()
-            if _must_wait(run):
-                # Its message is used up: the run that blocks it dispatches it again.
-                Run.objects.filter(pk=run_id).update(dispatched_at=None)
-                return run, False
-            now = timezone.now()
-            claimed = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
-                status=Run.Status.RUNNING,
-                attempt=F("attempt") + 1,
-                worker=worker,
-                lease_expires_at=now + timedelta(seconds=_seconds("DURABLE_RUN_LEASE_SECONDS")),
-                started_at=now if run.started_at is None else run.started_at,
-                checkpoint_id=run.checkpoint_id or _head_checkpoint_id(run),
-            )
-    except IntegrityError:  # another run of the thread was claimed at the same moment
-        return Run.objects.filter(pk=run_id).first(), False
-    run = Run.objects.select_related("thread").filter(pk=run_id).first()
-    return run, bool(claimed) and run is not None
-
-
 def _must_wait(run: Run) -> bool:
     """An earlier run of the thread is running or still waits (enqueue)."""
     return (
@@ -137,14 +114,6 @@ def _must_wait(run: Run) -> bool:
         .filter(Q(status=Run.Status.RUNNING) | Q(status=Run.Status.PENDING, pk__lt=run.pk))
         .exists()
     )
-
-
-def _head_checkpoint_id(run: Run) -> str:
-    """For a start or resume: the thread's latest checkpoint, which it starts from."""
-    if run.kind not in (Run.Kind.START, Run.Kind.RESUME):
-        return ""
-    thread_id = Thread.objects.filter(pk=run.thread_id).values_list("thread_id", flat=True)[0]
-    return _newest_checkpoint_id(thread_id) or ""
 
 
 def _own_latest_checkpoint(run: Run) -> str | None:
@@ -177,6 +146,55 @@ def _newest_checkpoint_id(thread_id: str) -> str | None:
     )
 
 
+class _Events:
+    """A run's events, written in batches: each one INSERT (and one NOTIFY) on
+    PostgreSQL (``runsql.insert_events``). An event gets its ``created_at`` when it
+    happens; it is written within ``FLUSH_EVERY`` seconds, by the next chunk or by the
+    lease's thread while a node runs, and the last ones with the run's outcome. Batches
+    are written one at a time, in order, so ``seq`` follows the order of events."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self._buffer: list[runsql.Event] = []
+        self._oldest: float | None = None  # when the oldest buffered event happened
+        self._lock = threading.Lock()  # the buffer
+        self._writing = threading.Lock()  # one batch at a time
+
+    def add(self, event: str, data: Any, ns: str = "") -> None:
+        """Buffer an event; ``data`` is made JSON-safe (``values.json_text``)."""
+        self.add_text(event, json_text(data), ns)
+
+    def add_text(self, event: str, text: str, ns: str = "") -> None:
+        item = runsql.Event(event, ns, text, timezone.now())
+        with self._lock:
+            if not self._buffer:
+                self._oldest = time.monotonic()
+            self._buffer.append(item)
+
+    def due(self) -> bool:
+        oldest = self._oldest
+        return oldest is not None and time.monotonic() - oldest >= FLUSH_EVERY
+
+    def flush(self) -> None:
+        """Write the buffered events, unless the run was handed to another attempt
+        (whose events they are not)."""
+        with self._writing:
+            batch = self.take()
+            try:
+                runsql.insert_events(self.run, batch)
+            except Exception:  # kept for the next try
+                with self._lock:
+                    self._buffer[:0] = batch
+                    self._oldest = time.monotonic()
+                raise
+
+    def take(self) -> list[runsql.Event]:
+        """The buffered events, which the caller writes."""
+        with self._lock:
+            batch, self._buffer, self._oldest = self._buffer, [], None
+        return batch
+
+
 class _Execution:
     """One attempt at a claimed run, in this worker."""
 
@@ -184,12 +202,13 @@ class _Execution:
         self.run = run
         self.graph = get_graph(run.graph)
         self.control = RunControl()
-        self.lease = _Lease(run, self.control)
+        self.events = _Events(run)
+        self.lease = _Lease(run, self.control, self.events)
         self.error_node = ""
 
     def execute(self) -> str:
         run = self.run
-        self._event(
+        self.events.add(
             RunEvent.LIFECYCLE,
             {
                 "status": Run.Status.RUNNING,
@@ -240,7 +259,7 @@ class _Execution:
         which re-runs them (``langgraph/pregel/_loop.py``, ``is_time_traveling``). No
         fork is allowed while a run is active (``runs.fork``), so the thread's newest
         checkpoint is the run's own; if it is not, the run goes on from its own by id."""
-        self._event(RunEvent.LIFECYCLE, {"status": "running", "continues_from": own})
+        self.events.add(RunEvent.LIFECYCLE, {"status": "running", "continues_from": own})
         newest = _newest_checkpoint_id(self.run.thread.thread_id)
         if newest != own:
             logger.warning("run %s: newest checkpoint is not its own %s", self.run.pk, own)
@@ -299,11 +318,10 @@ class _Execution:
     def _on_chunk(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
         if mode == "tasks" and not namespace and chunk.get("error") is not None:
             self.error_node = chunk.get("name", "")
-        self._event(mode, jsonable(chunk), "|".join(namespace))
+        self.events.add(mode, chunk, "|".join(namespace))
+        if self.events.due():
+            self.events.flush()
         self.lease.renew_now_and_then()
-
-    def _event(self, event: str, data: Any, ns: str = "") -> None:
-        RunEvent.objects.append(self.run.pk, event, data, ns)
 
     # -- outcomes ------------------------------------------------------------------
 
@@ -323,6 +341,7 @@ class _Execution:
         if reason == LOST:
             logger.warning("run %s: lease lost; another worker has it", self.run.pk)
             return LOST
+        self._flush()
         if reason == Run.Stop.SHUTDOWN:
             return _requeue(self.run, "drained for the worker's shutdown", handed_back=True)
         if reason == Run.Stop.ROLLBACK:
@@ -330,11 +349,32 @@ class _Execution:
         status = Run.Status.TIMEOUT if reason == Run.Stop.TIMEOUT else Run.Status.CANCELLED
         return self._finish(status)
 
+    def _flush(self) -> None:
+        """Write the buffered events now, before an outcome that the ORM records."""
+        runsql.insert_events(self.run, self.events.take())
+
     def _finish(self, status: str, **fields) -> str:
-        # A rollback requested while the run was ending still applies.
-        if _stop_requested(self.run) == Run.Stop.ROLLBACK:
+        if status not in runsql.THREAD_STATUS_AFTER:  # cancelled, timed out
+            self._flush()
+            # A rollback requested while the run was ending still applies.
+            if _stop_requested(self.run) == Run.Stop.ROLLBACK:
+                return _roll_back(self.run)
+            return _end(self.run, status, **fields)
+        # The last events, the run's status and its thread's, in one transaction.
+        self.events.add(RunEvent.LIFECYCLE, _ended_event(status, fields))
+        outcome = runsql.finish(self.run, status, fields, self.events.take())
+        if outcome == runsql.LOST:
+            return LOST
+        if outcome == runsql.STOPPING:  # a rollback requested while the run was ending
             return _roll_back(self.run)
-        return _end(self.run, status, **fields)
+        return status
+
+
+def _ended_event(status: str, fields: dict) -> dict:
+    data = {"status": status}
+    if fields.get("error_type"):
+        data.update(error=fields["error_type"], node=fields.get("error_node", ""))
+    return data
 
 
 @functools.cache
@@ -383,10 +423,7 @@ def _end(run: Run, status: str, **fields) -> str:
         now = timezone.now()
         if not _mine(run).update(status=status, ended_at=now, lease_expires_at=None, **fields):
             return LOST
-        data = {"status": status}
-        if fields.get("error_type"):
-            data.update(error=fields["error_type"], node=fields.get("error_node", ""))
-        RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, data)
+        RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, _ended_event(status, fields))
         scheduling.settle_thread(run.thread_id, status)
     return status
 
@@ -433,11 +470,13 @@ def _roll_back(run: Run) -> str:
 
 class _Lease:
     """The claim of one attempt on its run: renewed while the graph runs; the channel
-    through which a stop request (or a lost lease) reaches the graph's ``RunControl``."""
+    through which a stop request (or a lost lease) reaches the graph's ``RunControl``.
+    Its thread also writes the run's buffered events while a node runs."""
 
-    def __init__(self, run: Run, control: RunControl):
+    def __init__(self, run: Run, control: RunControl, events: _Events):
         self.run = run
         self.control = control
+        self.events = events
         self.deadline = (
             run.started_at + timedelta(seconds=run.timeout_seconds) if run.timeout_seconds else None
         )
@@ -471,6 +510,7 @@ class _Lease:
                 self._drain(LOST)
             return
         if self.deadline is not None and now >= self.deadline:
+            self.events.flush()  # the events so far come before the stop request's
             scheduling.request_stop(
                 self.run.pk, Run.Stop.TIMEOUT, f"timed out after {self.run.timeout_seconds:g} s"
             )
@@ -491,16 +531,20 @@ class _Lease:
         self.control.request_drain(reason)
         self.stopping_since = time.monotonic()
         if reason != LOST:
-            RunEvent.objects.append(
-                self.run.pk, RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "draining": reason}
-            )
+            self.events.add(RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "draining": reason})
 
     def _beat(self) -> None:
+        """Every ``FLUSH_EVERY`` seconds: write the events that waited that long, renew
+        the lease once ``DURABLE_HEARTBEAT_SECONDS`` have passed since it last was, and
+        stop the process of a run that did not drain in time."""
         interval = _seconds("DURABLE_HEARTBEAT_SECONDS")
         try:
-            while not self._done.wait(interval):
+            while not self._done.wait(min(FLUSH_EVERY, interval)):
                 try:
-                    self.renew()
+                    if self.events.due():
+                        self.events.flush()
+                    if time.monotonic() - self.last_renewal >= interval:
+                        self.renew()
                 except Exception:  # the database may be back at the next beat
                     logger.exception("run %s: lease renewal failed", self.run.pk)
                 if self._overdue():
@@ -525,9 +569,8 @@ class _Lease:
                 self._warned = True
             return
         detail = f"no super-step boundary within the grace period; killed process {os.getpid()}"
-        RunEvent.objects.append(
-            self.run.pk, RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "detail": detail}
-        )
+        self.events.add(RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "detail": detail})
+        self.events.flush()
         Run.objects.filter(pk=self.run.pk, attempt=self.run.attempt).update(
             lease_expires_at=timezone.now()
         )

@@ -31,7 +31,7 @@ WORKER_APPLICATION_NAME = "durable-test-worker"
 
 # The tests' own graphs (tests/graphs.py): registered here for this process, and through
 # DURABLE_EXTRA_GRAPHS (dashboard/settings.py) for the workers the tests start.
-TEST_GRAPHS = {"probe": "tests.graphs.build_probe"}
+TEST_GRAPHS = {"probe": "tests.graphs.build_probe", "nested": "tests.graphs.build_nested"}
 settings.DURABLE_GRAPHS.update(TEST_GRAPHS)
 
 

@@ -84,6 +84,8 @@ def test_parallel_reviews_are_answered_together_by_interrupt_id(worker):
     by_reviewer = {i["value"]["reviewer"]: i["id"] for i in run.interrupts}
     assert set(by_reviewer) == {"legal", "finance"}
     thread = Thread.objects.get(pk=run.thread_id)
+    # In the order the thread lists them (that of their tasks), whichever ended first.
+    assert [i["id"] for i in run.interrupts] == [i.id for i in runs.pending_interrupts(thread)]
 
     resumed = finished(
         runs.resume(
