@@ -53,7 +53,7 @@ from django.utils import timezone
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
-from langgraph.types import Command
+from langgraph.types import Command, Interrupt
 
 from durable import runs, runsql, scheduling
 from durable.graphs import get_graph
@@ -70,6 +70,11 @@ RENEW_AFTER_CHUNK_EVERY = 1.0
 # The longest a run's event waits in the worker before it is written (seconds), so that
 # live progress stays live while events are written in batches.
 FLUSH_EVERY = 0.1
+# LangGraph's names (langgraph/_internal/_constants.py): the key of an ``updates`` chunk
+# that carries interrupts, and the trigger of a task sent with ``Send``.
+INTERRUPT = "__interrupt__"
+PUSH = "__pregel_push"
+LAST = (2, 0)  # the rank of an interrupt whose task did not say it started
 
 _in_pool_child = False
 
@@ -205,6 +210,9 @@ class _Execution:
         self.events = _Events(run)
         self.lease = _Lease(run, self.control, self.events)
         self.error_node = ""
+        self.interrupts: list[Interrupt] = []
+        self._task_rank: dict[str, tuple] = {}  # root task id -> its place in its step
+        self._interrupt_rank: dict[str, tuple] = {}  # interrupt id -> its task's place
 
     def execute(self) -> str:
         run = self.run
@@ -302,6 +310,9 @@ class _Execution:
             "durability": self.run.durability,
             "control": self.control,
         }
+        self.interrupts.clear()  # the run stops at the last stream's
+        self._task_rank.clear()
+        self._interrupt_rank.clear()
         if _has_timeouts(self.graph):
             async_to_sync(self._astream)(payload, config, options)
             return
@@ -316,24 +327,50 @@ class _Execution:
             await on_chunk(namespace, mode, chunk)
 
     def _on_chunk(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
-        if mode == "tasks" and not namespace and chunk.get("error") is not None:
-            self.error_node = chunk.get("name", "")
+        if not namespace:
+            self._note(mode, chunk)
         self.events.add(mode, chunk, "|".join(namespace))
         if self.events.due():
             self.events.flush()
         self.lease.renew_now_and_then()
 
+    def _note(self, mode: str, chunk: Any) -> None:
+        """What a chunk of the graph itself (not of a subgraph) says about the outcome:
+        the interrupts it stopped at (``updates`` chunks carry them under
+        ``__interrupt__``, which is how LangGraph's own ``invoke`` collects them, a
+        subgraph's included), the task that raised each, and a failed node."""
+        if mode == "updates":
+            if isinstance(chunk, dict) and (found := chunk.get(INTERRUPT)):
+                self.interrupts.extend(found)
+        elif mode == "tasks":
+            if "input" in chunk:  # a task starts
+                self._task_rank[chunk["id"]] = self._rank(chunk)
+                return
+            if chunk.get("error") is not None:
+                self.error_node = chunk.get("name", "")
+            for item in chunk.get("interrupts") or ():
+                self._interrupt_rank[item["id"]] = self._task_rank.get(chunk["id"], LAST)
+
+    def _rank(self, task: dict) -> tuple:
+        """Where ``get_state`` lists a task of the step (``langgraph/pregel/_algo.py``,
+        ``prepare_next_tasks``): tasks sent with ``Send`` first, as they were sent, then
+        one per node in the order the graph declares its nodes (a running step takes
+        them in the order of their names)."""
+        if PUSH in task.get("triggers", ()):
+            return (0, len(self._task_rank))
+        return (1, _node_order(self.graph).get(task["name"], len(self._task_rank)))
+
     # -- outcomes ------------------------------------------------------------------
 
     def _ended(self) -> str:
-        """The graph ended or stopped at interrupts: read them off the run's last
-        checkpoint (or the one it started from, when it wrote none)."""
-        run = self.run
-        last = _own_latest_checkpoint(run)
-        snapshot = self.graph.get_state(
-            runs.config_for(run.thread, last or run.checkpoint_id or None)
-        )
-        interrupts = [{"id": i.id, "value": jsonable(i.value)} for i in snapshot.interrupts]
+        """The graph ended, or stopped at interrupts: those the last stream reported,
+        in the order of their tasks (as ``get_state`` lists them)."""
+        seen, interrupts = set(), []
+        ranked = sorted(self.interrupts, key=lambda i: self._interrupt_rank.get(i.id, LAST))
+        for item in ranked:
+            if item.id not in seen:
+                seen.add(item.id)
+                interrupts.append({"id": item.id, "value": jsonable(item.value)})
         status = Run.Status.INTERRUPTED if interrupts else Run.Status.SUCCESS
         return self._finish(status, interrupts=interrupts)
 
@@ -375,6 +412,11 @@ def _ended_event(status: str, fields: dict) -> dict:
     if fields.get("error_type"):
         data.update(error=fields["error_type"], node=fields.get("error_node", ""))
     return data
+
+
+@functools.cache
+def _node_order(graph: CompiledStateGraph) -> dict[str, int]:
+    return {name: i for i, name in enumerate(graph.nodes)}
 
 
 @functools.cache
