@@ -21,6 +21,8 @@ Everything that differs between machines comes from the environment:
   (default 30), ``DURABLE_HEARTBEAT_SECONDS`` (a third of the lease),
   ``DURABLE_REAPER_INTERVAL_SECONDS`` (10), ``DURABLE_STOP_GRACE_SECONDS`` (30),
   ``DURABLE_REDISPATCH_SECONDS`` (300) and ``DURABLE_RUN_TIMEOUT_SECONDS`` (unset: no limit).
+- ``DURABLE_RUN_SYNCHRONOUS_COMMIT``: ``1`` makes the worker's run records wait for the
+  WAL flush on PostgreSQL (default ``0``: ``durable.runsql``).
 """
 
 import os
@@ -172,6 +174,9 @@ DURABLE_REAPER_INTERVAL_SECONDS = _seconds("DURABLE_REAPER_INTERVAL_SECONDS", 10
 DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS", 30.0)
 DURABLE_REDISPATCH_SECONDS = _seconds("DURABLE_REDISPATCH_SECONDS", 300.0)
 DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS", None)
+# On PostgreSQL the worker's own records (a run's claim, its events, its outcome) commit
+# without waiting for the WAL flush (durable.runsql); 1 makes them wait, as checkpoints do.
+DURABLE_RUN_SYNCHRONOUS_COMMIT = os.environ.get("DURABLE_RUN_SYNCHRONOUS_COMMIT", "0") == "1"
 
 # Celery beat (embedded in workers with -B, or `celery -A dashboard beat`) runs the reaper.
 # Several beats are safe: the reaper claims rows with SELECT ... FOR UPDATE SKIP LOCKED.

@@ -7,6 +7,18 @@ transaction, on psycopg's server-binding cursor (``durable.sql.cursor``: prepare
 five runs); on SQLite the ORM does the same work in more statements, under the
 database's single write lock.
 
+On PostgreSQL these records commit asynchronously (``synchronous_commit`` off for
+their transactions only; ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` turns that off): the commit
+returns without waiting for its WAL record to reach the disk, which is most of a
+commit's cost (milliseconds on a busy disk). Nothing a crash can lose is needed
+afterwards: PostgreSQL flushes them within ``3 * wal_writer_delay`` (0.6 s by default),
+and any later synchronous commit (the run's next checkpoint) flushes them first, as
+the WAL is written in order. A claim lost with the server is the run still pending
+(sent again by the reaper), as if its worker had died before its first checkpoint; a
+lost outcome is the run still running on an expired lease, requeued by the reaper and
+gone on from its last checkpoint, as if its worker had died before recording it.
+Checkpoints, the state that must not be lost, keep synchronous commits.
+
 Events keep their numbering: ``seq`` is the run's highest + 1, 2, ... computed by the
 INSERT itself, as ``RunEventManager.append`` does, so the web process (a cancel's event)
 and the worker can both write a running run's events; the one that loses a race to the
@@ -23,6 +35,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import psycopg
+from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
@@ -49,6 +62,15 @@ class Event:
 
 def _postgresql() -> bool:
     return connections[USING].vendor == "postgresql"
+
+
+def _commit() -> str:
+    """What the first statement of a transaction selects to set how it commits: without
+    waiting for its WAL record to reach the disk, unless
+    ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (see the module's docstring)."""
+    if settings.DURABLE_RUN_SYNCHRONOUS_COMMIT:
+        return "NULL"
+    return "set_config('synchronous_commit', 'off', true)"
 
 
 def _identity(text: str) -> str:
@@ -115,7 +137,7 @@ def insert_events(run: Run, events: Sequence[Event]) -> bool:
 
 
 _INSERT_HELD = (
-    f"WITH held AS (SELECT 1 FROM {_RUN} WHERE id = %(run)s AND attempt = %(attempt)s"
+    f"WITH held AS (SELECT {{commit}} FROM {_RUN} WHERE id = %(run)s AND attempt = %(attempt)s"
     " AND status = 'running'),"
     f" base AS ({_BASE}),"
     f" ins AS ({_INSERT_EVENTS.format(source='held, base')})"
@@ -126,7 +148,7 @@ _INSERT_HELD = (
 def _insert_events_postgresql(run: Run, events: Sequence[Event]) -> bool:
     params = _event_params(run.pk, events) | {"attempt": run.attempt}
     with sql.cursor(USING) as cursor:
-        cursor.execute(_INSERT_HELD, params)
+        cursor.execute(_INSERT_HELD.format(commit=_commit()), params)
         return cursor.fetchone()[0] > 0
 
 
@@ -192,7 +214,7 @@ def claim(run_id: int, worker: str, lease_seconds: float) -> tuple[Run | None, b
 
 
 _LOCK_THREAD = (
-    f"SELECT {', '.join(_q(f.column) for f in _THREAD_FIELDS)} FROM {_THREAD}"
+    f"SELECT {', '.join(_q(f.column) for f in _THREAD_FIELDS)}, {{commit}} FROM {_THREAD}"
     f" WHERE id = (SELECT thread_id FROM {_RUN} WHERE id = %(run)s) FOR NO KEY UPDATE"
 )
 # An earlier run of the thread is running, or still waits.
@@ -219,11 +241,11 @@ _LEAVE_WAITING = (
 def _claim_postgresql(run_id: int, worker: str, now, lease) -> Run | None:
     params = {"run": run_id, "worker": worker, "now": now, "lease": lease}
     with transaction.atomic(using=USING), sql.cursor(USING) as cursor:
-        cursor.execute(_LOCK_THREAD, params)
+        cursor.execute(_LOCK_THREAD.format(commit=_commit()), params)
         thread_row = cursor.fetchone()
         if thread_row is None:
             return None
-        thread = _instance(Thread, _THREAD_FIELDS, thread_row)
+        thread = _instance(Thread, _THREAD_FIELDS, thread_row[:-1])
         cursor.execute(_CLAIM, params | {"thread_id": thread.thread_id})
         run_row = cursor.fetchone()
         if run_row is None:
@@ -337,7 +359,7 @@ def _finish_postgresql(run: Run, status: str, fields: dict, events: Sequence[Eve
         field = Run._meta.get_field(name)
         params[name] = Jsonb(value) if field.get_internal_type() == "JSONField" else value
     with transaction.atomic(using=USING), sql.cursor(USING) as cursor:
-        cursor.execute(_LOCK_THREAD, params)
+        cursor.execute(_LOCK_THREAD.format(commit=_commit()), params)
         cursor.execute(_finish_sql(sorted(fields)), params)
         ended, busy, *_ = cursor.fetchone()
         if not ended:
