@@ -513,7 +513,8 @@ def _roll_back(run: Run) -> str:
 class _Lease:
     """The claim of one attempt on its run: renewed while the graph runs; the channel
     through which a stop request (or a lost lease) reaches the graph's ``RunControl``.
-    Its thread also writes the run's buffered events while a node runs."""
+    The process's ``_Beat`` thread renews it and writes the run's buffered events while
+    a node runs."""
 
     def __init__(self, run: Run, control: RunControl, events: _Events):
         self.run = run
@@ -524,22 +525,43 @@ class _Lease:
         )
         self.stopping_since: float | None = None
         self.last_renewal = time.monotonic()
-        self._done = threading.Event()
         self._warned = False
+        # Held while the lease is renewed or its events written; ``released`` once let go.
+        self._lock = threading.Lock()
+        self._released = False
 
     @contextmanager
     def kept(self):
-        beat = threading.Thread(target=self._beat, name=f"lease-{self.run.pk}", daemon=True)
-        beat.start()
+        _beat.add(self)
         try:
             yield
         finally:
-            self._done.set()
-            beat.join()
+            # Once this returns, no renewal or write of the beat is under way or to come.
+            with self._lock:
+                self._released = True
+            _beat.discard(self)
+
+    def beat(self) -> None:
+        """From the beat thread: write the events that waited ``FLUSH_EVERY``, renew the
+        lease once ``DURABLE_HEARTBEAT_SECONDS`` have passed since it last was, and stop
+        the process of a run that did not drain in time."""
+        with self._lock:
+            if self._released:
+                return
+            try:
+                if self.events.due():
+                    self.events.flush()
+                if time.monotonic() - self.last_renewal >= _seconds("DURABLE_HEARTBEAT_SECONDS"):
+                    self.renew()
+            except Exception:  # the database may be back at the next beat
+                logger.exception("run %s: lease renewal failed", self.run.pk)
+            if self._overdue():
+                self._hard_stop()
 
     def renew_now_and_then(self) -> None:
         if time.monotonic() - self.last_renewal >= RENEW_AFTER_CHUNK_EVERY:
-            self.renew()
+            with self._lock:
+                self.renew()
 
     def renew(self) -> None:
         """Extend the lease; on a stop request, a timeout or a lost lease, drain."""
@@ -575,25 +597,6 @@ class _Lease:
         if reason != LOST:
             self.events.add(RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "draining": reason})
 
-    def _beat(self) -> None:
-        """Every ``FLUSH_EVERY`` seconds: write the events that waited that long, renew
-        the lease once ``DURABLE_HEARTBEAT_SECONDS`` have passed since it last was, and
-        stop the process of a run that did not drain in time."""
-        interval = _seconds("DURABLE_HEARTBEAT_SECONDS")
-        try:
-            while not self._done.wait(min(FLUSH_EVERY, interval)):
-                try:
-                    if self.events.due():
-                        self.events.flush()
-                    if time.monotonic() - self.last_renewal >= interval:
-                        self.renew()
-                except Exception:  # the database may be back at the next beat
-                    logger.exception("run %s: lease renewal failed", self.run.pk)
-                if self._overdue():
-                    self._hard_stop()
-        finally:
-            connections.close_all()  # this thread's own connections
-
     def _overdue(self) -> bool:
         grace = _seconds("DURABLE_STOP_GRACE_SECONDS")
         return self.stopping_since is not None and time.monotonic() - self.stopping_since > grace
@@ -618,6 +621,50 @@ class _Lease:
         )
         logger.error("run %s: %s", self.run.pk, detail)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _Beat:
+    """One thread per worker process that beats for the leases of the runs under way
+    (``_Lease.beat``) every ``FLUSH_EVERY`` seconds (or heartbeat, when shorter), started
+    with the process's first run: a thread of its own per run cost a start and a join,
+    each a wait for the scheduler, on every run."""
+
+    def __init__(self):
+        self._leases: set[_Lease] = set()
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def add(self, lease: _Lease) -> None:
+        with self._changed:
+            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
+                # First use in this process (a prefork child does not inherit threads).
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, name="durable-beat", daemon=True)
+                self._thread.start()
+            self._leases.add(lease)
+            self._changed.notify()
+
+    def discard(self, lease: _Lease) -> None:
+        with self._changed:
+            self._leases.discard(lease)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._leases:
+                    self._changed.wait()
+            time.sleep(min(FLUSH_EVERY, _seconds("DURABLE_HEARTBEAT_SECONDS")))
+            with self._changed:
+                leases = list(self._leases)
+            try:
+                for lease in leases:
+                    lease.beat()
+            finally:
+                connections.close_all()  # this thread's own connections
+
+
+_beat = _Beat()
 
 
 # -- the reaper --------------------------------------------------------------------------
