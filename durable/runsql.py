@@ -227,7 +227,8 @@ _CLAIM = (
     " lease_expires_at = %(lease)s, started_at = COALESCE(started_at, %(now)s),"
     " checkpoint_id = CASE WHEN checkpoint_id <> '' THEN checkpoint_id"
     " WHEN kind IN ('start', 'resume') THEN COALESCE("
-    f"(SELECT checkpoint_id FROM {_CHECKPOINT} WHERE thread_id = %(thread_id)s"
+    f"(SELECT checkpoint_id FROM {_CHECKPOINT} WHERE thread_id ="
+    f" (SELECT thread_id FROM {_THREAD} WHERE id = {_RUN}.thread_id)"
     " AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1), '') ELSE '' END"
     f" WHERE id = %(run)s AND status = 'pending' AND NOT {_MUST_WAIT}"
     f" RETURNING {', '.join(_q(f.column) for f in _RUN_FIELDS)}"
@@ -239,20 +240,18 @@ _LEAVE_WAITING = (
 
 
 def _claim_postgresql(run_id: int, worker: str, now, lease) -> Run | None:
+    """One round trip: the thread's lock, the claim, and (when the claim found an
+    earlier active run) the message's release, as one transaction."""
     params = {"run": run_id, "worker": worker, "now": now, "lease": lease}
-    with transaction.atomic(using=USING), sql.cursor(USING) as cursor:
-        cursor.execute(_LOCK_THREAD.format(commit=_commit()), params)
-        thread_row = cursor.fetchone()
-        if thread_row is None:
-            return None
-        thread = _instance(Thread, _THREAD_FIELDS, thread_row[:-1])
-        cursor.execute(_CLAIM, params | {"thread_id": thread.thread_id})
-        run_row = cursor.fetchone()
-        if run_row is None:
-            cursor.execute(_LEAVE_WAITING, params)
-            return None
+    with sql.pipeline(USING) as execute:
+        locked = execute(_LOCK_THREAD.format(commit=_commit()), params)
+        claimed = execute(_CLAIM, params)
+        execute(_LEAVE_WAITING, params)
+    thread_row, run_row = locked.fetchone(), claimed.fetchone()
+    if thread_row is None or run_row is None:
+        return None
     run = _instance(Run, _RUN_FIELDS, run_row)
-    run.thread = thread
+    run.thread = _instance(Thread, _THREAD_FIELDS, thread_row[:-1])
     return run
 
 
@@ -339,15 +338,15 @@ def _finish_sql(fields: Sequence[str]) -> str:
         f" settled AS (UPDATE {_THREAD} SET status = %(thread_status)s, updated_at = %(now)s"
         f" FROM ended, busy WHERE {_THREAD}.id = %(thread)s AND NOT busy.busy RETURNING 1)"
         " SELECT (SELECT count(*) FROM ended), (SELECT busy FROM busy),"
-        " (SELECT count(*) FROM ins), (SELECT count(*) FROM settled),"
+        f" (SELECT stop_requested FROM {_RUN} WHERE id = %(run)s AND attempt = %(attempt)s"
+        " AND status = 'running'), (SELECT count(*) FROM ins), (SELECT count(*) FROM settled),"
         " pg_notify(%(channel)s, %(run_text)s)"
     )
 
 
-_STOP_REQUESTED = f"SELECT stop_requested FROM {_RUN} WHERE id = %(run)s AND attempt = %(attempt)s"
-
-
 def _finish_postgresql(run: Run, status: str, fields: dict, events: Sequence[Event]) -> str:
+    """One round trip: the thread's lock, then the statement that ends the run, as one
+    transaction."""
     params = _event_params(run.pk, events) | {
         "status": status,
         "now": timezone.now(),
@@ -358,16 +357,14 @@ def _finish_postgresql(run: Run, status: str, fields: dict, events: Sequence[Eve
     for name, value in fields.items():
         field = Run._meta.get_field(name)
         params[name] = Jsonb(value) if field.get_internal_type() == "JSONField" else value
-    with transaction.atomic(using=USING), sql.cursor(USING) as cursor:
-        cursor.execute(_LOCK_THREAD.format(commit=_commit()), params)
-        cursor.execute(_finish_sql(sorted(fields)), params)
-        ended, busy, *_ = cursor.fetchone()
-        if not ended:
-            cursor.execute(_STOP_REQUESTED, params)
-            row = cursor.fetchone()
-            return STOPPING if row and row[0] == Run.Stop.ROLLBACK else LOST
-        if busy:
-            transaction.on_commit(lambda: scheduling.dispatch_next(run.thread_id), using=USING)
+    with sql.pipeline(USING) as execute:
+        execute(_LOCK_THREAD.format(commit=_commit()), params)
+        finished = execute(_finish_sql(sorted(fields)), params)
+    ended, busy, stop, *_ = finished.fetchone()
+    if not ended:
+        return STOPPING if stop == Run.Stop.ROLLBACK else LOST
+    if busy:
+        scheduling.dispatch_next(run.thread_id)
     return ENDED
 
 
