@@ -240,15 +240,19 @@ _LEAVE_WAITING = (
 
 
 def _claim_postgresql(run_id: int, worker: str, now, lease) -> Run | None:
-    """One round trip: the thread's lock, the claim, and (when the claim found an
-    earlier active run) the message's release, as one transaction."""
+    """One round trip: the thread's lock and the claim, as one transaction. A run left
+    pending takes another, to give its message back (again under the lock)."""
     params = {"run": run_id, "worker": worker, "now": now, "lease": lease}
     with sql.pipeline(USING) as execute:
         locked = execute(_LOCK_THREAD.format(commit=_commit()), params)
         claimed = execute(_CLAIM, params)
-        execute(_LEAVE_WAITING, params)
     thread_row, run_row = locked.fetchone(), claimed.fetchone()
-    if thread_row is None or run_row is None:
+    if thread_row is None:
+        return None
+    if run_row is None:
+        with sql.pipeline(USING) as execute:
+            execute(_LOCK_THREAD.format(commit=_commit()), params)
+            execute(_LEAVE_WAITING, params)
         return None
     run = _instance(Run, _RUN_FIELDS, run_row)
     run.thread = _instance(Thread, _THREAD_FIELDS, thread_row[:-1])
