@@ -3,7 +3,7 @@
 import os
 import time
 
-from celery import Celery
+from celery import Celery, signals
 from celery.fixups.django import DjangoFixup, DjangoWorkerFixup
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
 
@@ -32,6 +32,17 @@ class _WorkerFixup(DjangoWorkerFixup):
     as Celery does."""
 
     _last_run_ended = 0.0
+
+    def install(self) -> "_WorkerFixup":
+        super().install()
+        signals.worker_process_shutdown.connect(self.on_worker_process_shutdown)
+        return self
+
+    def on_worker_process_shutdown(self, **kwargs):
+        """A pool process exits (billiard ends it with ``os._exit``): close its
+        connections and its pool, as Celery did after each task, rather than leave
+        the server to find them gone."""
+        self._close_database()
 
     def on_task_prerun(self, sender, **kwargs):
         if sender.name != RUN_TASK:
