@@ -2,10 +2,16 @@
 
 **Lease.** A worker claims a pending run by raising its ``attempt`` and taking a lease
 (``worker``, ``lease_expires_at`` = now + ``DURABLE_RUN_LEASE_SECONDS``). While the graph
-runs, the lease is renewed by a heartbeat thread every ``DURABLE_HEARTBEAT_SECONDS`` and,
-at most once a second, after a stream chunk. Every write of the worker is fenced by its
-``attempt``: once the reaper has handed the run to another worker, this one can no
-longer change the row, and it stops.
+runs, the lease is renewed by the process's beat thread every ``DURABLE_HEARTBEAT_SECONDS``
+and, at most once a second, after a stream chunk. Every write of the worker is fenced by
+its ``attempt``: once the reaper has handed the run to another worker, this one can no
+longer change the row or write the run's events, and it stops.
+
+**Events.** Each stream chunk and lifecycle change is stamped when it happens and
+buffered; a batch is written (``durable.runsql``) once its oldest has waited
+``FLUSH_EVERY`` seconds, by the next chunk or by the beat thread while a node runs, and
+the last one in the same transaction as the run's outcome. The claim and the outcome
+are each one round trip on PostgreSQL.
 
 **Drain.** A run asked to stop (``Run.stop_requested``: a cancel, a newer run's
 ``interrupt`` or ``rollback``, a timeout, or the worker's shutdown) is drained with
@@ -155,7 +161,7 @@ class _Events:
     """A run's events, written in batches: each one INSERT (and one NOTIFY) on
     PostgreSQL (``runsql.insert_events``). An event gets its ``created_at`` when it
     happens; it is written within ``FLUSH_EVERY`` seconds, by the next chunk or by the
-    lease's thread while a node runs, and the last ones with the run's outcome. Batches
+    beat thread while a node runs, and the last ones with the run's outcome. Batches
     are written one at a time, in order, so ``seq`` follows the order of events."""
 
     def __init__(self, run: Run):
