@@ -14,6 +14,8 @@ Everything that differs between machines comes from the environment:
 - ``DURABLE_SERDE_ALLOWLIST``: comma-separated dotted class names stored state may hold
   beyond the registered graphs' own types.
 - ``DURABLE_EXTRA_GRAPHS``: more graphs to register, ``name=dotted.path,...``.
+- ``DURABLE_DB_POOL_SIZE`` (default 8) and ``DURABLE_DB_POOL_MAX_IDLE_SECONDS`` (60): each
+  process's PostgreSQL connection pool.
 - ``DURABLE_VAR_DIR``: where the SQLite files live; default ``var/``.
 - Run engine timings, in seconds (``durable.worker``): ``DURABLE_RUN_LEASE_SECONDS``
   (default 30), ``DURABLE_HEARTBEAT_SECONDS`` (a third of the lease),
@@ -21,6 +23,8 @@ Everything that differs between machines comes from the environment:
   ``DURABLE_REDISPATCH_SECONDS`` (300) and ``DURABLE_RUN_TIMEOUT_SECONDS`` (unset: no limit).
 - ``DURABLE_RETENTION_INTERVAL_SECONDS``: how often beat applies the retention policies
   and sweeps the store's expired items (default 3600).
+- ``DURABLE_RUN_SYNCHRONOUS_COMMIT``: ``1`` makes the worker's run records wait for the
+  WAL flush on PostgreSQL (default ``0``: ``durable.runsql``).
 """
 
 import os
@@ -90,6 +94,9 @@ TEMPLATES = [
 
 
 DB_POOL_SIZE = int(os.environ.get("DURABLE_DB_POOL_SIZE", "8"))
+# Seconds a pooled connection may stay unused before the pool closes it (one at a time):
+# workers keep their pool between runs (dashboard.celery), and give it back this way.
+DB_POOL_MAX_IDLE = float(os.environ.get("DURABLE_DB_POOL_MAX_IDLE_SECONDS", "60"))
 
 
 def _database(url: str) -> dict:
@@ -109,7 +116,12 @@ def _database(url: str) -> dict:
         # LangGraph calls the saver from short-lived threads, each of which would open
         # and close its own connection; the pool keeps a bounded set open instead.
         db["OPTIONS"] = {
-            "pool": {"min_size": 0, "max_size": DB_POOL_SIZE, "timeout": 30},
+            "pool": {
+                "min_size": 0,
+                "max_size": DB_POOL_SIZE,
+                "timeout": 30,
+                "max_idle": DB_POOL_MAX_IDLE,
+            },
             # psycopg's default, which Django turns off: the saver's and the store's
             # server-binding statements are prepared after five runs on a connection.
             "prepare_threshold": 5,
@@ -170,6 +182,9 @@ DURABLE_REAPER_INTERVAL_SECONDS = _seconds("DURABLE_REAPER_INTERVAL_SECONDS", 10
 DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS", 30.0)
 DURABLE_REDISPATCH_SECONDS = _seconds("DURABLE_REDISPATCH_SECONDS", 300.0)
 DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS", None)
+# On PostgreSQL the worker's own records (a run's claim, its events, its outcome) commit
+# without waiting for the WAL flush (durable.runsql); 1 makes them wait, as checkpoints do.
+DURABLE_RUN_SYNCHRONOUS_COMMIT = os.environ.get("DURABLE_RUN_SYNCHRONOUS_COMMIT", "0") == "1"
 DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS", 3600.0)
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the

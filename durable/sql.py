@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -51,6 +51,31 @@ def cursor(using: str) -> Iterator[Any]:
     else:
         with connection.cursor() as django_cursor:
             yield django_cursor
+
+
+@contextmanager
+def pipeline(using: str) -> Iterator[Callable[[str, Mapping | Sequence], Any]]:
+    """PostgreSQL only, outside a transaction: statements sent together and run by the
+    server one after the other as one implicit transaction (committed at the pipeline's
+    end, rolled back if one fails), in one round trip. Each statement still takes its
+    own snapshot (READ COMMITTED), so one that follows a row lock sees what the lock's
+    previous holder committed. Yields ``execute(statement, params)``, which returns the
+    statement's cursor (prepared and binary, as ``cursor``); read its rows once the
+    block has ended."""
+    connection = connections[using]
+    if connection.in_atomic_block:
+        raise RuntimeError("sql.pipeline runs its own transaction, not inside another")
+    connection.ensure_connection()
+    raw = connection.connection
+
+    def execute(statement: str, params: Mapping | Sequence) -> Any:
+        cur = psycopg.Cursor(raw)
+        cur.format = psycopg.pq.Format.BINARY
+        cur.execute(statement, params)
+        return cur
+
+    with raw.pipeline():
+        yield execute
 
 
 def upsert(using: str, model, rows: list[dict], update: Sequence[str] = ()) -> tuple[str, list]:

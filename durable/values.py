@@ -43,6 +43,16 @@ def jsonable(value: Any) -> Any:
     return json.loads(text, parse_constant=str)
 
 
+def json_text(value: Any) -> str:
+    """``jsonable(value)`` as JSON text, in one pass unless ``value`` holds NaN or an
+    infinity (which JSON text cannot carry)."""
+    try:
+        text = json.dumps(value, default=_default, allow_nan=False)
+    except ValueError:
+        return json.dumps(jsonable(value))
+    return text.replace("\\u0000", "\\ufffd")
+
+
 def pretty(value: Any) -> str:
     """``value`` as indented JSON text."""
     return json.dumps(value, default=_default, indent=2, ensure_ascii=False, sort_keys=True)

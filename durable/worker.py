@@ -2,10 +2,16 @@
 
 **Lease.** A worker claims a pending run by raising its ``attempt`` and taking a lease
 (``worker``, ``lease_expires_at`` = now + ``DURABLE_RUN_LEASE_SECONDS``). While the graph
-runs, the lease is renewed by a heartbeat thread every ``DURABLE_HEARTBEAT_SECONDS`` and,
-at most once a second, after a stream chunk. Every write of the worker is fenced by its
-``attempt``: once the reaper has handed the run to another worker, this one can no
-longer change the row, and it stops.
+runs, the lease is renewed by the process's beat thread every ``DURABLE_HEARTBEAT_SECONDS``
+and, at most once a second, after a stream chunk. Every write of the worker is fenced by
+its ``attempt``: once the reaper has handed the run to another worker, this one can no
+longer change the row or write the run's events, and it stops.
+
+**Events.** Each stream chunk and lifecycle change is stamped when it happens and
+buffered; a batch is written (``durable.runsql``) once its oldest has waited
+``FLUSH_EVERY`` seconds, by the next chunk or by the beat thread while a node runs, and
+the last one in the same transaction as the run's outcome. The claim and the outcome
+are each one round trip on PostgreSQL.
 
 **Drain.** A run asked to stop (``Run.stop_requested``: a cancel, a newer run's
 ``interrupt`` or ``rollback``, a timeout, or the worker's shutdown) is drained with
@@ -50,18 +56,18 @@ from typing import Any
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
-from django.db import IntegrityError, connections, transaction
-from django.db.models import F, Q
+from django.db import connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
-from langgraph.types import Command
+from langgraph.types import Command, Interrupt
 
-from durable import runs, scheduling
+from durable import runs, runsql, scheduling
 from durable.graphs import get_graph
 from durable.models import Checkpoint, Run, RunEvent, Thread
-from durable.values import jsonable
+from durable.values import json_text, jsonable
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +76,14 @@ LOST = "lease lost"  # the drain reason of a worker whose run was handed to anot
 # Renew the lease after a chunk at most this often (seconds): the heartbeat thread keeps
 # it anyway, and a chunk may come every few milliseconds.
 RENEW_AFTER_CHUNK_EVERY = 1.0
+# The longest a run's event waits in the worker before it is written (seconds), so that
+# live progress stays live while events are written in batches.
+FLUSH_EVERY = 0.1
+# LangGraph's names (langgraph/_internal/_constants.py): the key of an ``updates`` chunk
+# that carries interrupts, and the trigger of a task sent with ``Send``.
+INTERRUPT = "__interrupt__"
+PUSH = "__pregel_push"
+LAST = (2, 0)  # the rank of an interrupt whose task did not say it started
 
 _in_pool_child = False
 
@@ -93,7 +107,7 @@ def execute(run_id: int, *, worker: str = "") -> str:
     record the outcome. Returns the run's status afterwards, or ``"missing"`` when the
     run no longer exists. A run that is not pending, or that must wait for an earlier
     run of its thread, is left as it is."""
-    run, claimed = _claim(run_id, worker or "worker")
+    run, claimed = runsql.claim(run_id, worker or "worker", _seconds("DURABLE_RUN_LEASE_SECONDS"))
     if run is None:
         logger.warning("run %s no longer exists", run_id)
         return "missing"
@@ -107,32 +121,6 @@ def execute(run_id: int, *, worker: str = "") -> str:
     return execution.execute()
 
 
-def _claim(run_id: int, worker: str) -> tuple[Run | None, bool]:
-    run = Run.objects.filter(pk=run_id).first()
-    if run is None or run.status != Run.Status.PENDING:
-        return run, False
-    try:
-        with transaction.atomic():
-            Thread.objects.select_for_update(no_key=True).filter(pk=run.thread_id).first()
-            if _must_wait(run):
-                # Its message is used up: the run that blocks it dispatches it again.
-                Run.objects.filter(pk=run_id).update(dispatched_at=None)
-                return run, False
-            now = timezone.now()
-            claimed = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
-                status=Run.Status.RUNNING,
-                attempt=F("attempt") + 1,
-                worker=worker,
-                lease_expires_at=now + timedelta(seconds=_seconds("DURABLE_RUN_LEASE_SECONDS")),
-                started_at=now if run.started_at is None else run.started_at,
-                checkpoint_id=run.checkpoint_id or _head_checkpoint_id(run),
-            )
-    except IntegrityError:  # another run of the thread was claimed at the same moment
-        return Run.objects.filter(pk=run_id).first(), False
-    run = Run.objects.select_related("thread").filter(pk=run_id).first()
-    return run, bool(claimed) and run is not None
-
-
 def _must_wait(run: Run) -> bool:
     """An earlier run of the thread is running or still waits (enqueue)."""
     return (
@@ -140,14 +128,6 @@ def _must_wait(run: Run) -> bool:
         .filter(Q(status=Run.Status.RUNNING) | Q(status=Run.Status.PENDING, pk__lt=run.pk))
         .exists()
     )
-
-
-def _head_checkpoint_id(run: Run) -> str:
-    """For a start or resume: the thread's latest checkpoint, which it starts from."""
-    if run.kind not in (Run.Kind.START, Run.Kind.RESUME):
-        return ""
-    thread_id = Thread.objects.filter(pk=run.thread_id).values_list("thread_id", flat=True)[0]
-    return _newest_checkpoint_id(thread_id) or ""
 
 
 def _own_latest_checkpoint(run: Run) -> str | None:
@@ -180,6 +160,55 @@ def _newest_checkpoint_id(thread_id: str) -> str | None:
     )
 
 
+class _Events:
+    """A run's events, written in batches: each one INSERT (and one NOTIFY) on
+    PostgreSQL (``runsql.insert_events``). An event gets its ``created_at`` when it
+    happens; it is written within ``FLUSH_EVERY`` seconds, by the next chunk or by the
+    beat thread while a node runs, and the last ones with the run's outcome. Batches
+    are written one at a time, in order, so ``seq`` follows the order of events."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self._buffer: list[runsql.Event] = []
+        self._oldest: float | None = None  # when the oldest buffered event happened
+        self._lock = threading.Lock()  # the buffer
+        self._writing = threading.Lock()  # one batch at a time
+
+    def add(self, event: str, data: Any, ns: str = "") -> None:
+        """Buffer an event; ``data`` is made JSON-safe (``values.json_text``)."""
+        self.add_text(event, json_text(data), ns)
+
+    def add_text(self, event: str, text: str, ns: str = "") -> None:
+        item = runsql.Event(event, ns, text, timezone.now())
+        with self._lock:
+            if not self._buffer:
+                self._oldest = time.monotonic()
+            self._buffer.append(item)
+
+    def due(self) -> bool:
+        oldest = self._oldest
+        return oldest is not None and time.monotonic() - oldest >= FLUSH_EVERY
+
+    def flush(self) -> None:
+        """Write the buffered events, unless the run was handed to another attempt
+        (whose events they are not)."""
+        with self._writing:
+            batch = self.take()
+            try:
+                runsql.insert_events(self.run, batch)
+            except Exception:  # kept for the next try
+                with self._lock:
+                    self._buffer[:0] = batch
+                    self._oldest = time.monotonic()
+                raise
+
+    def take(self) -> list[runsql.Event]:
+        """The buffered events, which the caller writes."""
+        with self._lock:
+            batch, self._buffer, self._oldest = self._buffer, [], None
+        return batch
+
+
 class _Execution:
     """One attempt at a claimed run, in this worker."""
 
@@ -187,12 +216,16 @@ class _Execution:
         self.run = run
         self.graph = get_graph(run.graph)
         self.control = RunControl()
-        self.lease = _Lease(run, self.control)
+        self.events = _Events(run)
+        self.lease = _Lease(run, self.control, self.events)
         self.error_node = ""
+        self.interrupts: list[Interrupt] = []
+        self._task_rank: dict[str, tuple] = {}  # root task id -> its place in its step
+        self._interrupt_rank: dict[str, tuple] = {}  # interrupt id -> its task's place
 
     def execute(self) -> str:
         run = self.run
-        self._event(
+        self.events.add(
             RunEvent.LIFECYCLE,
             {
                 "status": Run.Status.RUNNING,
@@ -243,7 +276,7 @@ class _Execution:
         which re-runs them (``langgraph/pregel/_loop.py``, ``is_time_traveling``). No
         fork is allowed while a run is active (``runs.fork``), so the thread's newest
         checkpoint is the run's own; if it is not, the run goes on from its own by id."""
-        self._event(RunEvent.LIFECYCLE, {"status": "running", "continues_from": own})
+        self.events.add(RunEvent.LIFECYCLE, {"status": "running", "continues_from": own})
         newest = _newest_checkpoint_id(self.run.thread.thread_id)
         if newest != own:
             logger.warning("run %s: newest checkpoint is not its own %s", self.run.pk, own)
@@ -286,6 +319,9 @@ class _Execution:
             "durability": self.run.durability,
             "control": self.control,
         }
+        self.interrupts.clear()  # the run stops at the last stream's
+        self._task_rank.clear()
+        self._interrupt_rank.clear()
         if _has_timeouts(self.graph):
             async_to_sync(self._astream)(payload, config, options)
             return
@@ -300,25 +336,50 @@ class _Execution:
             await on_chunk(namespace, mode, chunk)
 
     def _on_chunk(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
-        if mode == "tasks" and not namespace and chunk.get("error") is not None:
-            self.error_node = chunk.get("name", "")
-        self._event(mode, jsonable(chunk), "|".join(namespace))
+        if not namespace:
+            self._note(mode, chunk)
+        self.events.add(mode, chunk, "|".join(namespace))
+        if self.events.due():
+            self.events.flush()
         self.lease.renew_now_and_then()
 
-    def _event(self, event: str, data: Any, ns: str = "") -> None:
-        RunEvent.objects.append(self.run.pk, event, data, ns)
+    def _note(self, mode: str, chunk: Any) -> None:
+        """What a chunk of the graph itself (not of a subgraph) says about the outcome:
+        the interrupts it stopped at (``updates`` chunks carry them under
+        ``__interrupt__``, which is how LangGraph's own ``invoke`` collects them, a
+        subgraph's included), the task that raised each, and a failed node."""
+        if mode == "updates":
+            if isinstance(chunk, dict) and (found := chunk.get(INTERRUPT)):
+                self.interrupts.extend(found)
+        elif mode == "tasks":
+            if "input" in chunk:  # a task starts
+                self._task_rank[chunk["id"]] = self._rank(chunk)
+                return
+            if chunk.get("error") is not None:
+                self.error_node = chunk.get("name", "")
+            for item in chunk.get("interrupts") or ():
+                self._interrupt_rank[item["id"]] = self._task_rank.get(chunk["id"], LAST)
+
+    def _rank(self, task: dict) -> tuple:
+        """Where ``get_state`` lists a task of the step (``langgraph/pregel/_algo.py``,
+        ``prepare_next_tasks``): tasks sent with ``Send`` first, as they were sent, then
+        one per node in the order the graph declares its nodes (a running step takes
+        them in the order of their names)."""
+        if PUSH in task.get("triggers", ()):
+            return (0, len(self._task_rank))
+        return (1, _node_order(self.graph).get(task["name"], len(self._task_rank)))
 
     # -- outcomes ------------------------------------------------------------------
 
     def _ended(self) -> str:
-        """The graph ended or stopped at interrupts: read them off the run's last
-        checkpoint (or the one it started from, when it wrote none)."""
-        run = self.run
-        last = _own_latest_checkpoint(run)
-        snapshot = self.graph.get_state(
-            runs.config_for(run.thread, last or run.checkpoint_id or None)
-        )
-        interrupts = [{"id": i.id, "value": jsonable(i.value)} for i in snapshot.interrupts]
+        """The graph ended, or stopped at interrupts: those the last stream reported,
+        in the order of their tasks (as ``get_state`` lists them)."""
+        seen, interrupts = set(), []
+        ranked = sorted(self.interrupts, key=lambda i: self._interrupt_rank.get(i.id, LAST))
+        for item in ranked:
+            if item.id not in seen:
+                seen.add(item.id)
+                interrupts.append({"id": item.id, "value": jsonable(item.value)})
         status = Run.Status.INTERRUPTED if interrupts else Run.Status.SUCCESS
         return self._finish(status, interrupts=interrupts)
 
@@ -326,6 +387,7 @@ class _Execution:
         if reason == LOST:
             logger.warning("run %s: lease lost; another worker has it", self.run.pk)
             return LOST
+        self._flush()
         if reason == Run.Stop.SHUTDOWN:
             return _requeue(self.run, "drained for the worker's shutdown", handed_back=True)
         if reason == Run.Stop.ROLLBACK:
@@ -333,11 +395,37 @@ class _Execution:
         status = Run.Status.TIMEOUT if reason == Run.Stop.TIMEOUT else Run.Status.CANCELLED
         return self._finish(status)
 
+    def _flush(self) -> None:
+        """Write the buffered events now, before an outcome that the ORM records."""
+        runsql.insert_events(self.run, self.events.take())
+
     def _finish(self, status: str, **fields) -> str:
-        # A rollback requested while the run was ending still applies.
-        if _stop_requested(self.run) == Run.Stop.ROLLBACK:
+        if status not in runsql.THREAD_STATUS_AFTER:  # cancelled, timed out
+            self._flush()
+            # A rollback requested while the run was ending still applies.
+            if _stop_requested(self.run) == Run.Stop.ROLLBACK:
+                return _roll_back(self.run)
+            return _end(self.run, status, **fields)
+        # The last events, the run's status and its thread's, in one transaction.
+        self.events.add(RunEvent.LIFECYCLE, _ended_event(status, fields))
+        outcome = runsql.finish(self.run, status, fields, self.events.take())
+        if outcome == runsql.LOST:
+            return LOST
+        if outcome == runsql.STOPPING:  # a rollback requested while the run was ending
             return _roll_back(self.run)
-        return _end(self.run, status, **fields)
+        return status
+
+
+def _ended_event(status: str, fields: dict) -> dict:
+    data = {"status": status}
+    if fields.get("error_type"):
+        data.update(error=fields["error_type"], node=fields.get("error_node", ""))
+    return data
+
+
+@functools.cache
+def _node_order(graph: CompiledStateGraph) -> dict[str, int]:
+    return {name: i for i, name in enumerate(graph.nodes)}
 
 
 @functools.cache
@@ -386,10 +474,7 @@ def _end(run: Run, status: str, **fields) -> str:
         now = timezone.now()
         if not _mine(run).update(status=status, ended_at=now, lease_expires_at=None, **fields):
             return LOST
-        data = {"status": status}
-        if fields.get("error_type"):
-            data.update(error=fields["error_type"], node=fields.get("error_node", ""))
-        RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, data)
+        RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, _ended_event(status, fields))
         scheduling.settle_thread(run.thread_id, status)
     return status
 
@@ -436,32 +521,56 @@ def _roll_back(run: Run) -> str:
 
 class _Lease:
     """The claim of one attempt on its run: renewed while the graph runs; the channel
-    through which a stop request (or a lost lease) reaches the graph's ``RunControl``."""
+    through which a stop request (or a lost lease) reaches the graph's ``RunControl``.
+    The process's ``_Beat`` thread renews it and writes the run's buffered events while
+    a node runs."""
 
-    def __init__(self, run: Run, control: RunControl):
+    def __init__(self, run: Run, control: RunControl, events: _Events):
         self.run = run
         self.control = control
+        self.events = events
         self.deadline = (
             run.started_at + timedelta(seconds=run.timeout_seconds) if run.timeout_seconds else None
         )
         self.stopping_since: float | None = None
         self.last_renewal = time.monotonic()
-        self._done = threading.Event()
         self._warned = False
+        # Held while the lease is renewed or its events written; ``released`` once let go.
+        self._lock = threading.Lock()
+        self._released = False
 
     @contextmanager
     def kept(self):
-        beat = threading.Thread(target=self._beat, name=f"lease-{self.run.pk}", daemon=True)
-        beat.start()
+        _beat.add(self)
         try:
             yield
         finally:
-            self._done.set()
-            beat.join()
+            # Once this returns, no renewal or write of the beat is under way or to come.
+            with self._lock:
+                self._released = True
+            _beat.discard(self)
+
+    def beat(self) -> None:
+        """From the beat thread: write the events that waited ``FLUSH_EVERY``, renew the
+        lease once ``DURABLE_HEARTBEAT_SECONDS`` have passed since it last was, and stop
+        the process of a run that did not drain in time."""
+        with self._lock:
+            if self._released:
+                return
+            try:
+                if self.events.due():
+                    self.events.flush()
+                if time.monotonic() - self.last_renewal >= _seconds("DURABLE_HEARTBEAT_SECONDS"):
+                    self.renew()
+            except Exception:  # the database may be back at the next beat
+                logger.exception("run %s: lease renewal failed", self.run.pk)
+            if self._overdue():
+                self._hard_stop()
 
     def renew_now_and_then(self) -> None:
         if time.monotonic() - self.last_renewal >= RENEW_AFTER_CHUNK_EVERY:
-            self.renew()
+            with self._lock:
+                self.renew()
 
     def renew(self) -> None:
         """Extend the lease; on a stop request, a timeout or a lost lease, drain."""
@@ -474,6 +583,7 @@ class _Lease:
                 self._drain(LOST)
             return
         if self.deadline is not None and now >= self.deadline:
+            self.events.flush()  # the events so far come before the stop request's
             scheduling.request_stop(
                 self.run.pk, Run.Stop.TIMEOUT, f"timed out after {self.run.timeout_seconds:g} s"
             )
@@ -494,22 +604,7 @@ class _Lease:
         self.control.request_drain(reason)
         self.stopping_since = time.monotonic()
         if reason != LOST:
-            RunEvent.objects.append(
-                self.run.pk, RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "draining": reason}
-            )
-
-    def _beat(self) -> None:
-        interval = _seconds("DURABLE_HEARTBEAT_SECONDS")
-        try:
-            while not self._done.wait(interval):
-                try:
-                    self.renew()
-                except Exception:  # the database may be back at the next beat
-                    logger.exception("run %s: lease renewal failed", self.run.pk)
-                if self._overdue():
-                    self._hard_stop()
-        finally:
-            connections.close_all()  # this thread's own connections
+            self.events.add(RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "draining": reason})
 
     def _overdue(self) -> bool:
         grace = _seconds("DURABLE_STOP_GRACE_SECONDS")
@@ -528,14 +623,57 @@ class _Lease:
                 self._warned = True
             return
         detail = f"no super-step boundary within the grace period; killed process {os.getpid()}"
-        RunEvent.objects.append(
-            self.run.pk, RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "detail": detail}
-        )
+        self.events.add(RunEvent.LIFECYCLE, {"status": Run.Status.RUNNING, "detail": detail})
+        self.events.flush()
         Run.objects.filter(pk=self.run.pk, attempt=self.run.attempt).update(
             lease_expires_at=timezone.now()
         )
         logger.error("run %s: %s", self.run.pk, detail)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _Beat:
+    """One thread per worker process that beats for the leases of the runs under way
+    (``_Lease.beat``) every ``FLUSH_EVERY`` seconds (or heartbeat, when shorter), started
+    with the process's first run: a thread of its own per run cost a start and a join,
+    each a wait for the scheduler, on every run."""
+
+    def __init__(self):
+        self._leases: set[_Lease] = set()
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def add(self, lease: _Lease) -> None:
+        with self._changed:
+            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
+                # First use in this process (a prefork child does not inherit threads).
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, name="durable-beat", daemon=True)
+                self._thread.start()
+            self._leases.add(lease)
+            self._changed.notify()
+
+    def discard(self, lease: _Lease) -> None:
+        with self._changed:
+            self._leases.discard(lease)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._leases:
+                    self._changed.wait()
+            time.sleep(min(FLUSH_EVERY, _seconds("DURABLE_HEARTBEAT_SECONDS")))
+            with self._changed:
+                leases = list(self._leases)
+            try:
+                for lease in leases:
+                    lease.beat()
+            finally:
+                connections.close_all()  # this thread's own connections
+
+
+_beat = _Beat()
 
 
 # -- the reaper --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ WORKER_APPLICATION_NAME = "durable-test-worker"
 
 # The tests' own graphs (tests/graphs.py): registered here for this process, and through
 # DURABLE_EXTRA_GRAPHS (dashboard/settings.py) for the workers the tests start.
-TEST_GRAPHS = {"probe": "tests.graphs.build_probe"}
+TEST_GRAPHS = {"probe": "tests.graphs.build_probe", "nested": "tests.graphs.build_nested"}
 settings.DURABLE_GRAPHS.update(TEST_GRAPHS)
 
 
@@ -87,6 +87,8 @@ ENGINE_TIMINGS = {
     "DURABLE_REAPER_INTERVAL_SECONDS": "1",
     "DURABLE_STOP_GRACE_SECONDS": "3",
     "DURABLE_REDISPATCH_SECONDS": "2",
+    # Workers keep their connection pool between runs; here it empties within seconds.
+    "DURABLE_DB_POOL_MAX_IDLE_SECONDS": "1",
 }
 
 

@@ -6,6 +6,9 @@ Each node appends a line to ``<dir>/<node>`` when it starts, so a test counts ho
 times each one ran, across worker processes. ``slow`` then waits until the test creates
 ``<dir>/release`` (so a test decides when the super-step may end, instead of guessing
 how long it lasts); ``fast`` writes a custom stream event.
+
+``nested``: ``prepare``, then two subgraph nodes side by side, each of which stops at an
+``interrupt()`` inside its subgraph; answered by interrupt id, each records its answer.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Annotated
 
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.
@@ -72,4 +76,31 @@ def build_probe() -> StateGraph:
     builder.add_edge(START, "slow")
     builder.add_edge(["fast", "slow"], "after")
     builder.add_edge("after", END)
+    return builder
+
+
+class Nested(TypedDict):
+    answers: Annotated[list[str], operator.add]
+
+
+def _asking(name: str):
+    def ask(state: Nested) -> dict:
+        return {"answers": [f"{name}: {interrupt({'question': f'{name}?'})}"]}
+
+    builder = StateGraph(Nested)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder.compile()
+
+
+def build_nested() -> StateGraph:
+    builder = StateGraph(Nested)
+    builder.add_node("prepare", lambda state: {"answers": []})
+    builder.add_node("left", _asking("left"))
+    builder.add_node("right", _asking("right"))
+    builder.add_edge(START, "prepare")
+    builder.add_edge("prepare", "left")
+    builder.add_edge("prepare", "right")
+    builder.add_edge(["left", "right"], END)
     return builder

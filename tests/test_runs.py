@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 
-from durable import runs
+from durable import runs, runsql
 from durable.models import (
     Checkpoint,
     CheckpointBlob,
@@ -118,6 +121,39 @@ def test_custom_stream_events_are_recorded(worker, tmp_path):
     assert run.status == Run.Status.SUCCESS
     custom = [e for e in events(run) if e.event == "custom"]
     assert [e.data for e in custom] == [{"node": "fast", "progress": 1.0}]
+
+
+def test_events_keep_the_time_they_happened(worker, tmp_path):
+    release(tmp_path)
+    run = finished(probe(tmp_path))
+    found = events(run)
+    assert [e.seq for e in found] == list(range(1, len(found) + 1))
+    # The worker writes them in batches, each stamped when it happened, in order.
+    written = [e.created_at for e in found[1:]]  # the first is the request's "pending"
+    assert written == sorted(written)
+    assert run.started_at <= written[0] and written[-1] <= run.ended_at
+    assert len(set(written)) > 1
+
+
+def test_only_the_attempt_that_holds_a_run_writes_its_events(worker, tmp_path):
+    run = probe(tmp_path)
+    slow_started(run, tmp_path)
+    holder = Run.objects.get(pk=run.pk)
+    stale = Run(pk=run.pk, thread_id=run.thread_id, attempt=holder.attempt - 1)
+
+    def event(text: str) -> runsql.Event:
+        return runsql.Event("custom", "", json.dumps({"text": text}), timezone.now())
+
+    assert not runsql.insert_events(stale, [event("stale")])
+    # Another writer (a cancel's event, say) numbers its event between two batches.
+    RunEvent.objects.append(run.pk, "custom", {"text": "between"})
+    assert runsql.insert_events(holder, [event("first"), event("second")])
+    release(tmp_path)
+    found = events(finished(run))
+
+    assert [e.seq for e in found] == list(range(1, len(found) + 1))
+    texts = [e.data["text"] for e in found if e.event == "custom" and "text" in e.data]
+    assert texts == ["between", "first", "second"]
 
 
 @pytest.mark.parametrize(("durability", "checkpoints"), [("async", 3), ("exit", 1)])
@@ -257,6 +293,21 @@ def test_answer_again_by_interrupt_id_with_parallel_interrupts(worker):
         ("finance", False),
         ("legal", True),
     ]
+
+
+def test_interrupts_inside_subgraphs_stop_the_run_and_are_answered_by_id(worker):
+    run = finished(runs.start("nested", {"answers": []}))
+    assert run.status == Run.Status.INTERRUPTED
+    thread = Thread.objects.get(pk=run.thread_id)
+    # The run's interrupts are those waiting on the thread, in the same order.
+    assert [i["id"] for i in run.interrupts] == [i.id for i in runs.pending_interrupts(thread)]
+    asked = {i["value"]["question"]: i["id"] for i in run.interrupts}
+    assert sorted(asked) == ["left?", "right?"]
+
+    resumed = finished(runs.resume(thread, answers={asked["left?"]: "yes", asked["right?"]: "no"}))
+
+    assert (resumed.status, resumed.interrupts) == (Run.Status.SUCCESS, [])
+    assert sorted(runs.thread_state(thread).values["answers"]) == ["left: yes", "right: no"]
 
 
 # -- refused requests change nothing ------------------------------------------------------

@@ -84,6 +84,8 @@ def test_parallel_reviews_are_answered_together_by_interrupt_id(worker):
     by_reviewer = {i["value"]["reviewer"]: i["id"] for i in run.interrupts}
     assert set(by_reviewer) == {"legal", "finance"}
     thread = Thread.objects.get(pk=run.thread_id)
+    # In the order the thread lists them (that of their tasks), whichever ended first.
+    assert [i["id"] for i in run.interrupts] == [i.id for i in runs.pending_interrupts(thread)]
 
     resumed = finished(
         runs.resume(
@@ -162,8 +164,10 @@ def test_runs_leave_no_database_connection_open(worker):
         stop.set()
         sampler.join()
     assert max(seen) > 0, "the worker's connections were never seen: is PGAPPNAME set?"
-    # The worker closes what it opened once each task ends (the connections of
-    # LangGraph's saver threads included); give it a moment, then there must be none.
+    # The worker gives back what it opened: after each run its connections (those of
+    # LangGraph's saver threads included) go back to its process's pool, which keeps
+    # them for the next run and closes them once unused for
+    # DURABLE_DB_POOL_MAX_IDLE_SECONDS (1 here); give it a moment, then there are none.
     wait_for(lambda: worker_connections() == 0, timeout=10, message="no worker connection")
 
 
