@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from durable import runsql
-from durable.models import Run, RunEvent, Thread
+from durable.models import Run, RunEvent, Tenant, Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +28,9 @@ def pending(thread: Thread, **fields) -> Run:
 
 @pytest.fixture
 def thread() -> Thread:
-    return Thread.objects.create(thread_id="runsql", graph="expense_approval")
+    return Thread.objects.create(
+        tenant=Tenant.default(), thread_id="runsql", name="runsql", graph="expense_approval"
+    )
 
 
 def event(name: str) -> runsql.Event:
