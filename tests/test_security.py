@@ -288,3 +288,17 @@ def test_cookies_are_secure_outside_debug():
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert refused.returncode != 0 and "DJANGO_SECRET_KEY must be set" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, (method, *_) in CONSOLE.items() if method == "POST")
+)
+def test_every_console_post_needs_the_csrf_token(world, operator, name):
+    _, needs, _ = CONSOLE[name]
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(operator)
+    before = everything()
+    refused = strict.post(console_url(name, needs, world), {"reason": "x", "tenant": "globex"})
+    assert refused.status_code == 403
+    assert "CSRF" in refused.content.decode()
+    assert everything() == before
