@@ -7,6 +7,8 @@ INSTALLED := $(VENV)/.installed
 RUNTIME := $(VENV)/.runtime
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Where make run keeps its SQLite files, the beat schedule and the first admin's password.
+VAR_DIR := $(or $(DURABLE_VAR_DIR),var)
 # The PostgreSQL + Redis pass of `make test`.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/durable
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
@@ -32,12 +34,13 @@ $(RUNTIME): pyproject.toml
 # events; open streams get 5 s to end when it stops.
 # The worker runs the reaper of stale runs itself; its embedded Celery beat (--beat)
 # schedules the retention sweep.
+# umask 077: the SQLite files hold password hashes, sessions and every tenant's data.
 run: $(RUNTIME)
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py bootstrap
-	@echo "Console: http://$(HOST):$(PORT)/ (log in as admin; password in $(VAR_DIR)/admin-password)"
-	mkdir -p $(VAR_DIR)
-	$(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
+	umask 077 && mkdir -p $(VAR_DIR)
+	umask 077 && $(BIN)/python manage.py migrate --noinput
+	umask 077 && $(BIN)/python manage.py bootstrap
+	@echo "Console: http://$(HOST):$(PORT)/ (the first admin's password is in $(VAR_DIR)/admin-password)"
+	umask 077; $(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
 	  --beat --schedule=$(VAR_DIR)/celerybeat-schedule & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(BIN)/uvicorn dashboard.asgi:application --host $(HOST) --port $(PORT) \
