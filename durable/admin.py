@@ -13,6 +13,11 @@ pruned or deleted writes an ``AuditEvent`` with the admin user as actor. Creatin
 changing a retention policy writes ``retention_change``; creating and revoking API tokens
 (``durable.tenancy``) write ``token_create`` and ``token_revoke``, and a new token is
 shown once, in the page's message.
+
+**Tenants.** A superuser manages every tenant. Any other staff user sees, in every page
+of this admin, only the rows of the tenants where their membership is ``admin`` (or every
+tenant, read-only by Django's view permissions, with ``durable.audit_all_tenants``), and
+can pick only those tenants in a form: ``TenantScoped.get_queryset`` is the one place.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from datetime import timedelta
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
@@ -35,6 +40,7 @@ from durable.models import (
     CheckpointWrite,
     Membership,
     RetentionPolicy,
+    Role,
     Run,
     RunEvent,
     StoreItem,
@@ -43,6 +49,65 @@ from durable.models import (
 )
 
 CONFIRM_TEMPLATE = "admin/durable/retention_confirm.html"
+
+
+AUDITOR_PERMISSION = "durable.audit_all_tenants"
+
+
+def managed_tenants(request) -> QuerySet[Tenant]:
+    """The tenants ``request.user`` manages here: all for a superuser, else those of their
+    ``admin`` memberships. Forms offer only these."""
+    if request.user.is_superuser:
+        return Tenant.objects.all()
+    return Tenant.objects.filter(memberships__user=request.user, memberships__role=Role.ADMIN)
+
+
+def visible_tenants(request) -> QuerySet[Tenant]:
+    """The tenants whose rows ``request.user`` sees here: the managed ones, or all for a
+    staff auditor (who reads, by Django's view permissions)."""
+    if request.user.has_perm(AUDITOR_PERMISSION):
+        return Tenant.objects.all()
+    return managed_tenants(request)
+
+
+class TenantScoped:
+    """Rows of the managed tenants only. ``tenant_path`` is the lookup from the model to
+    its tenant; models keyed by a checkpointer thread id or a store namespace override
+    ``scope``."""
+
+    tenant_path = "tenant"
+
+    def scope(self, queryset: QuerySet, tenants: QuerySet[Tenant]) -> QuerySet:
+        return queryset.filter(**{f"{self.tenant_path}__in": tenants})
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return self.scope(queryset, visible_tenants(request))
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.related_model is Tenant and not request.user.is_superuser:
+            kwargs["queryset"] = managed_tenants(request)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class ByCheckpointThread(TenantScoped):
+    """Checkpoint tables hold the checkpointer's thread id, not a foreign key."""
+
+    def scope(self, queryset, tenants):
+        keys = Thread.objects.filter(tenant__in=tenants).values("thread_id")
+        return queryset.filter(thread_id__in=keys)
+
+
+class ByNamespace(TenantScoped):
+    """Store items of a tenant live under its slug (``durable.scoped_store``)."""
+
+    def scope(self, queryset, tenants):
+        under = Q(pk__in=[])
+        for slug in tenants.values_list("slug", flat=True):
+            under |= Q(namespace=slug) | Q(namespace__startswith=f"{slug}.")
+        return queryset.filter(under)
 
 
 class ReadOnly:
@@ -126,7 +191,8 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(TenantScoped, admin.ModelAdmin):
+    tenant_path = "pk"
     list_display = ("slug", "name", "created_at")
     list_filter = ("created_at",)
     search_fields = ("slug", "name")
@@ -163,7 +229,7 @@ class TenantAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(TenantScoped, admin.ModelAdmin):
     list_display = ("user", "tenant", "role")
     list_filter = ("role", "tenant")
     search_fields = ("user__username", "tenant__slug", "tenant__name")
@@ -187,7 +253,7 @@ class RevokedFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(TenantScoped, admin.ModelAdmin):
     """Tokens are made by ``durable.tenancy.create_token`` (only the digest is stored;
     the token is shown once, in a message) and revoked by the **Revoke** action; they
     are never edited or deleted, so the record of who made them stays."""
@@ -226,6 +292,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    def formfield_for_choice_field(self, db_field, request, **kwargs):
+        if db_field.name == "role":  # a token reads or acts; it manages nothing
+            kwargs["choices"] = [(r.value, r.label) for r in (Role.VIEWER, Role.OPERATOR)]
+        return super().formfield_for_choice_field(db_field, request, **kwargs)
 
     def save_model(self, request, obj, form, change):
         if change:  # nothing is editable; the form saves nothing
@@ -285,7 +356,7 @@ def _duration(value: timedelta | None) -> str | None:
 
 
 @admin.register(RetentionPolicy)
-class RetentionPolicyAdmin(admin.ModelAdmin):
+class RetentionPolicyAdmin(TenantScoped, admin.ModelAdmin):
     list_display = ("tenant", "graph_or_all", "max_age", "strategy", "keep_last", "enabled")
     list_filter = ("enabled", "strategy", "tenant")
     search_fields = ("tenant__slug", "graph")
@@ -346,7 +417,7 @@ class RetentionPolicyAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnly, admin.ModelAdmin):
+class AuditEventAdmin(TenantScoped, ReadOnly, admin.ModelAdmin):
     """Append-only: staff with the view permission read it; nobody adds, changes or
     deletes an event here (the model and a database trigger refuse to anyway)."""
 
@@ -385,7 +456,7 @@ class RunInline(ReadOnly, admin.TabularInline):
 
 
 @admin.register(Thread)
-class ThreadAdmin(admin.ModelAdmin):
+class ThreadAdmin(TenantScoped, admin.ModelAdmin):
     """Threads are deleted and pruned by the actions below, through ``durable.retention``
     (and so the saver), never by Django's own delete, which would leave the checkpoint
     rows behind."""
@@ -441,7 +512,8 @@ class ThreadAdmin(admin.ModelAdmin):
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnly, admin.ModelAdmin):
+class RunAdmin(TenantScoped, ReadOnly, admin.ModelAdmin):
+    tenant_path = "thread__tenant"
     list_display = (
         "pk",
         "thread",
@@ -461,7 +533,8 @@ class RunAdmin(ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(RunEvent)
-class RunEventAdmin(ReadOnly, admin.ModelAdmin):
+class RunEventAdmin(TenantScoped, ReadOnly, admin.ModelAdmin):
+    tenant_path = "run__thread__tenant"
     list_display = ("run", "seq", "event", "ns", "created_at")
     list_filter = ("event",)
     # Events of one run: search for its id (a run has thousands: one page at a time).
@@ -475,7 +548,7 @@ class RunEventAdmin(ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(Checkpoint)
-class CheckpointAdmin(ReadOnly, admin.ModelAdmin):
+class CheckpointAdmin(ByCheckpointThread, ReadOnly, admin.ModelAdmin):
     list_display = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "step")
     list_filter = (NamespaceFilter,)
     search_fields = ("=thread_id", "=checkpoint_id")
@@ -502,7 +575,7 @@ class CheckpointAdmin(ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(CheckpointBlob)
-class CheckpointBlobAdmin(ReadOnly, admin.ModelAdmin):
+class CheckpointBlobAdmin(ByCheckpointThread, ReadOnly, admin.ModelAdmin):
     list_display = ("thread_id", "checkpoint_ns", "channel", "version", "type", "size")
     list_filter = (NamespaceFilter,)
     search_fields = ("=thread_id", "=channel")
@@ -531,7 +604,7 @@ class SpecialWriteFilter(admin.SimpleListFilter):
 
 
 @admin.register(CheckpointWrite)
-class CheckpointWriteAdmin(ReadOnly, admin.ModelAdmin):
+class CheckpointWriteAdmin(ByCheckpointThread, ReadOnly, admin.ModelAdmin):
     list_display = ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel")
     list_filter = (NamespaceFilter, SpecialWriteFilter)
     search_fields = ("=thread_id", "=checkpoint_id", "=channel")
@@ -574,7 +647,7 @@ class ExpiryFilter(admin.SimpleListFilter):
 
 
 @admin.register(StoreItem)
-class StoreItemAdmin(ReadOnly, admin.ModelAdmin):
+class StoreItemAdmin(ByNamespace, ReadOnly, admin.ModelAdmin):
     list_display = ("namespace", "key", "updated_at", "expires_at")
     list_filter = (ExpiryFilter,)
     # "^" is a prefix match: a namespace and the ones under it.

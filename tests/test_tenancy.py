@@ -354,3 +354,46 @@ def test_bootstrap_makes_the_first_admin_once(settings, tmp_path, monkeypatch):
     again = io.StringIO()
     call_command("bootstrap", stdout=again)
     assert again.getvalue() == "" and get_user_model().objects.count() == 1
+
+
+# -- the Django admin ------------------------------------------------------------------
+
+
+def test_a_tenant_admin_manages_only_their_tenants_rows_in_the_django_admin(globex):
+    from django.contrib.auth.models import Permission
+
+    from durable.scoped_store import ScopedStore
+    from durable.store import DjangoStore
+
+    ours = at_interrupt()  # the default tenant's
+    theirs = runs.create_thread("expense_approval", thread_id="globex-1", tenant=globex)
+    ScopedStore(DjangoStore(), ("default",)).put(("users",), "1", {"secret": "default's"})
+    ScopedStore(DjangoStore(), ("globex",)).put(("users",), "1", {"secret": "globex's"})
+    create_token(Tenant.default(), "default-token")
+    gadmin = member("gadmin", globex, Role.ADMIN)
+    gadmin.is_staff = True
+    gadmin.save()
+    every_model = Permission.objects.filter(content_type__app_label="durable")
+    gadmin.user_permissions.add(*every_model.exclude(codename="audit_all_tenants"))
+    admin = logged_in(gadmin)
+
+    threads = admin.get("/admin/durable/thread/").content.decode()
+    assert "globex-1" in threads and ours.name not in threads
+    assert admin.get(f"/admin/durable/thread/{ours.pk}/change/").status_code == 302
+    assert admin.get(f"/admin/durable/thread/{theirs.pk}/change/").status_code == 200
+    items = admin.get("/admin/durable/storeitem/").content.decode()
+    assert "globex.users" in items and "default.users" not in items
+    assert "default-token" not in admin.get("/admin/durable/apitoken/").content.decode()
+    checkpoints = admin.get("/admin/durable/checkpoint/").content.decode()
+    assert ours.thread_id not in checkpoints
+    # The token form offers only globex, and no admin role.
+    form = admin.get("/admin/durable/apitoken/add/").content.decode()
+    assert 'value="' + str(globex.pk) + '"' in form
+    assert 'value="' + str(Tenant.default().pk) + '"' not in form
+    assert 'value="admin"' not in form
+    refused = admin.post(
+        "/admin/durable/apitoken/add/",
+        {"tenant": Tenant.default().pk, "name": "sneaky", "role": "operator"},
+    )
+    assert refused.status_code == 200  # the form again, with its error
+    assert not ApiToken.objects.filter(name="sneaky").exists()
