@@ -485,6 +485,7 @@ class AuditEvent(models.Model):
         START = "start"
         RESUME = "resume"
         FORK = "fork"
+        CLOSE = "close"
         REPLAY = "replay"
         CANCEL = "cancel"
         DELETE = "delete"

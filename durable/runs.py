@@ -27,7 +27,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from langgraph.channels.last_value import LastValue
-from langgraph.constants import START
+from langgraph.constants import END, START
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot
 
@@ -417,26 +417,29 @@ def fork(
         # The saver adds the config's metadata to the checkpoint's.
         before = audit.head_checkpoint(thread)
         config = _update_state(compiled, {**base, "metadata": options["metadata"]}, values, as_node)
+        created = None
+        if run:
+            created = submit(
+                thread,
+                kind=Run.Kind.FORK,
+                command={"update": values, "as_node": as_node},
+                checkpoint_id=config["configurable"]["checkpoint_id"],
+                forked_from=checkpoint_id,
+                **options,
+            )
+        else:
+            set_thread_status(thread, Thread.Status.IDLE)
         audit.record(
-            audit.Action.FORK,
+            # A fork as __end__ with no values closes the thread without resuming it.
+            audit.Action.CLOSE if as_node == END and values is None else audit.Action.FORK,
             actor=options["requested_by"],
             thread=thread,
+            run=created,
             checkpoint_id=checkpoint_id,
             before=before,
             after=config["configurable"]["checkpoint_id"],
             reason=_reason(options),
-            detail={"as_node": as_node, "run": run},
-        )
-        if not run:
-            set_thread_status(thread, Thread.Status.IDLE)
-            return ForkResult(config)
-        created = submit(
-            thread,
-            kind=Run.Kind.FORK,
-            command={"update": values, "as_node": as_node},
-            checkpoint_id=config["configurable"]["checkpoint_id"],
-            forked_from=checkpoint_id,
-            **options,
+            detail={"as_node": as_node, "values": values},
         )
         return ForkResult(config, created)
 

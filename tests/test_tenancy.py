@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import httpx
 import pytest
@@ -397,3 +398,22 @@ def test_a_tenant_admin_manages_only_their_tenants_rows_in_the_django_admin(glob
     )
     assert refused.status_code == 200  # the form again, with its error
     assert not ApiToken.objects.filter(name="sneaky").exists()
+
+
+def test_a_forks_run_and_values_and_a_close_are_in_the_audit(client):
+    thread = at_interrupt()
+    at = head(thread)
+    forked = runs.fork(
+        thread, at, {"amount": 99}, as_node="validate", run=True, metadata={"reason": "r"}
+    )
+    fork = AuditEvent.objects.get(action=AuditEvent.Action.FORK)
+    assert fork.run_id == forked.run.pk and fork.detail["values"] == {"amount": 99}
+    other = at_interrupt()
+    client.post(
+        reverse("inbox-close", args=[other.pk]), {"checkpoint_id": head(other), "reason": "spam"}
+    )
+    close = AuditEvent.objects.get(action=AuditEvent.Action.CLOSE)
+    assert (close.thread_name, close.reason, close.actor) == (other.name, "spam", "operator")
+    exported = client.get(reverse("audit") + "?action=fork&format=csv")
+    (row,) = csv.DictReader(io.StringIO(b"".join(exported.streaming_content).decode()))
+    assert json.loads(row["detail"]) == {"as_node": "validate", "values": {"amount": 99}}

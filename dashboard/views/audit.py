@@ -7,6 +7,7 @@ so a filtered view is a link; ``?format=csv`` downloads the same rows.
 from __future__ import annotations
 
 import csv
+import json
 
 import django_filters
 from django import forms
@@ -99,6 +100,7 @@ def _csv_row(event: AuditEvent) -> list:
     values = {c: getattr(event, c) for c in CSV_COLUMNS if c not in ("tenant", "created_at")}
     values["tenant"] = event.tenant.slug if event.tenant else ""
     values["created_at"] = event.created_at.isoformat()
+    values["detail"] = json.dumps(event.detail, sort_keys=True, default=str)
     return [_cell(values[c]) for c in CSV_COLUMNS]
 
 
