@@ -111,9 +111,13 @@ class TenantToken(APIKeyHeader):
     anything."""
 
     param_name = "x-api-key"
+    # Async, so that ninja awaits it on a borrowed connection (``events.borrow``), given
+    # back at once: a sync check would hold its request thread's connection for as long
+    # as a stream of server-sent events stays open.
+    is_async = True
 
-    def authenticate(self, request, key):
-        return tenancy.authenticate(key)
+    async def authenticate(self, request, key):
+        return await events.borrow(tenancy.authenticate, key)
 
 
 class JSONOnlyAPI(NinjaAPI):

@@ -35,6 +35,32 @@ TEST_GRAPHS = {"probe": "tests.graphs.build_probe", "nested": "tests.graphs.buil
 settings.DURABLE_GRAPHS.update(TEST_GRAPHS)
 
 
+def _flush_retrying_deadlocks() -> None:
+    """Django empties the database after each ``transaction=True`` test with one
+    TRUNCATE of every table. The session's worker (its reaper runs every second) and web
+    server go on reading meanwhile, and PostgreSQL may end a lock-order cycle by failing
+    the TRUNCATE ("deadlock detected"); the next test would then find this one's rows.
+    Try again: the other side's transaction is short."""
+    from django.core.management.base import CommandError
+    from django.core.management.commands import flush
+
+    handle = flush.Command.handle
+
+    def retrying(self, **options):
+        for attempt in range(5):
+            try:
+                return handle(self, **options)
+            except CommandError as exc:
+                if "deadlock detected" not in str(exc.__cause__) or attempt == 4:
+                    raise
+                time.sleep(0.2)
+
+    flush.Command.handle = retrying
+
+
+_flush_retrying_deadlocks()
+
+
 def wait_for(predicate, timeout=60.0, interval=0.1, message="condition"):
     """Poll ``predicate`` until it returns a truthy value; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
