@@ -341,19 +341,7 @@ def prune_threads(
     if keep < 1:
         raise ValueError(f"keep must be at least 1, got {keep}")
     _check_batch_size(batch_size)
-    rule = Rule(PRUNE, keep=keep, why=reason)
-    report = Report(dry_run)
-    _sweep(
-        _lockable(threads),
-        lambda thread: rule,
-        saver=DjangoSaver(),
-        report=report,
-        dry_run=dry_run,
-        actor=actor,
-        reason=reason,
-        batch_size=batch_size,
-    )
-    return report
+    return _every(threads, Rule(PRUNE, keep=keep, why=reason), dry_run, actor, reason, batch_size)
 
 
 def delete_threads(
@@ -366,7 +354,11 @@ def delete_threads(
 ) -> Report:
     """Delete each of ``threads`` with its runs and every checkpoint, blob and write."""
     _check_batch_size(batch_size)
-    rule = Rule(DELETE, why=reason)
+    return _every(threads, Rule(DELETE, why=reason), dry_run, actor, reason, batch_size)
+
+
+def _every(threads, rule: Rule, dry_run: bool, actor: Any, reason: str, batch_size: int) -> Report:
+    """``rule`` applied to each of ``threads``, whatever the policies say."""
     report = Report(dry_run)
     _sweep(
         _lockable(threads),
