@@ -56,8 +56,8 @@ def fill_tree(count: int, branches: int):
     line, as real forks are)."""
     from langgraph.checkpoint.base.id import uuid6
 
-    from durable.checkpoint import DjangoSaver
     from durable.models import Checkpoint, CheckpointWrite, Tenant, Thread
+    from durable.persistence.checkpoint import DjangoSaver
 
     thread, _ = Thread.objects.get_or_create(
         thread_id=TREE_THREAD,

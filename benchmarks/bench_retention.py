@@ -79,7 +79,6 @@ def fill(threads: int, checkpoints: int) -> None:
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.checkpoint.base.id import uuid6
 
-    from durable.checkpoint import DjangoSaver
     from durable.models import (
         AuditEvent,
         Checkpoint,
@@ -92,6 +91,7 @@ def fill(threads: int, checkpoints: int) -> None:
         Tenant,
         Thread,
     )
+    from durable.persistence.checkpoint import DjangoSaver
 
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
@@ -222,8 +222,8 @@ def fill_page_thread(tenant, checkpoints: int):
     ``bench_console.py`` writes them), updated now, so retention leaves it alone."""
     from langgraph.checkpoint.base.id import uuid6
 
-    from durable.checkpoint import DjangoSaver
     from durable.models import Checkpoint, Thread
+    from durable.persistence.checkpoint import DjangoSaver
 
     thread = Thread.objects.create(
         tenant=tenant, thread_id=PAGE_THREAD, name=PAGE_THREAD, graph="expense_approval"

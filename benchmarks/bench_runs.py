@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_runs.py [--runs 500] [--url postgres://...] [--broker redis://...]
 
 1. Throughput: ``--runs`` short runs of a 3-node graph requested at once through
-   ``durable.runs.start``; two ``celery -A dashboard worker --concurrency=1`` processes
+   ``durable.engine.start``; two ``celery -A dashboard worker --concurrency=1`` processes
    execute them. Prints runs per second (first request to last end) and the time from a
    run's request to its first node starting (the first ``tasks`` RunEvent), median and p95.
 2. Overhead: one run at a time, taking turns with ``graph.invoke`` of the same graph on
@@ -97,11 +97,11 @@ def first_node_delays(run_ids: list[int]) -> list[float]:
 
 
 def throughput(count: int) -> dict[str, float]:
-    from durable import runs
+    from durable import engine
     from durable.models import Run
 
     began = time.perf_counter()
-    ids = [runs.start(GRAPH, {"n": 0}).pk for _ in range(count)]
+    ids = [engine.start(GRAPH, {"n": 0}).pk for _ in range(count)]
     requested = time.perf_counter() - began
     wait_all(ids)
     ends = Run.objects.filter(pk__in=ids).values_list("created_at", "ended_at")
@@ -116,22 +116,22 @@ def throughput(count: int) -> dict[str, float]:
 
 
 def overhead(rounds: int) -> dict[str, float]:
-    from durable import runs
-    from durable.checkpoint import DjangoSaver
+    from durable import engine
     from durable.models import Run
+    from durable.persistence.checkpoint import DjangoSaver
 
     direct = build_graph().compile(checkpointer=DjangoSaver())
-    engine, invoke = [], []
+    ours, invoke = [], []
     for _ in range(rounds):
-        run = runs.start(GRAPH, {"n": 0})
+        run = engine.start(GRAPH, {"n": 0})
         wait_all([run.pk])
         run.refresh_from_db()
-        engine.append((run.ended_at - run.started_at).total_seconds())
+        ours.append((run.ended_at - run.started_at).total_seconds())
         config = {"configurable": {"thread_id": f"direct-{uuid.uuid4().hex}"}}
         began = time.perf_counter()
         direct.invoke({"n": 0}, config, durability=Run.Durability.ASYNC)
         invoke.append(time.perf_counter() - began)
-    mine, theirs = statistics.median(engine[3:]), statistics.median(invoke[3:])
+    mine, theirs = statistics.median(ours[3:]), statistics.median(invoke[3:])
     return {
         "run in the worker, median (ms)": 1000 * mine,
         "graph.invoke, median (ms)": 1000 * theirs,

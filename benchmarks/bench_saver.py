@@ -231,7 +231,7 @@ def main() -> None:
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    from durable.checkpoint import DjangoSaver
+    from durable.persistence.checkpoint import DjangoSaver
 
     rows: list[tuple[str, float, float]] = []
     with PostgresSaver.from_conn_string(args.url) as theirs:

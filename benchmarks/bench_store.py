@@ -76,7 +76,7 @@ def main() -> None:
     args = prepare(__doc__, "items", 10_000)
     from langgraph.store.postgres import PostgresStore
 
-    from durable.store import DjangoStore
+    from durable.persistence.store import DjangoStore
 
     with PostgresStore.from_conn_string(args.url) as theirs:
         theirs.setup()

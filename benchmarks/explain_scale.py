@@ -51,7 +51,7 @@ def build(saver, count: int) -> list[str]:
 
 def captured(fn) -> list[tuple[str, list]]:
     """The statements ``fn`` sends through DjangoSaver's cursors, with parameters."""
-    from durable import sql
+    from durable import db as sql
 
     statements: list[tuple[str, list]] = []
     original = sql.cursor
@@ -91,7 +91,7 @@ def main() -> None:
     args = prepare(__doc__, "checkpoints", 10_000, debug=True)  # captured() reads the query log
     import psycopg
 
-    from durable.checkpoint import DjangoSaver
+    from durable.persistence.checkpoint import DjangoSaver
 
     saver = DjangoSaver()
     ids = build(saver, args.checkpoints)

@@ -9,8 +9,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from durable.models import AuditEvent, Run, Thread
-from durable.scoped_store import ScopedStore
-from durable.store import DjangoStore
+from durable.persistence.store import DjangoStore, ScopedStore
 from durable.tenancy import may_act
 
 
@@ -35,7 +34,7 @@ def audit_events(request) -> QuerySet[AuditEvent]:
 
 def store(request) -> ScopedStore:
     """The request's tenant's part of the store: namespaces under its slug, shown
-    without it (``durable.scoped_store``). 403 for a user of no tenant."""
+    without it (``durable.persistence.store.scoped``). 403 for a user of no tenant."""
     if request.tenant is None:
         raise PermissionDenied("You are not a member of any tenant.")
     return ScopedStore(DjangoStore(), (request.tenant.slug,))

@@ -88,7 +88,7 @@ def _django_fixup(app):
 
 app = Celery("dashboard", fixups=[f"{__name__}:_django_fixup"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["durable"])
+app.autodiscover_tasks(["durable.engine"])
 
 # The embedded broker (kombu's SQLAlchemy transport) polls its table, by default once a
 # second, and a busy worker waits a whole interval before it takes the next task. The

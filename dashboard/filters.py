@@ -17,8 +17,8 @@ from django import forms
 from django.db.models import Q, QuerySet
 
 from durable.graphs import graph_names
-from durable.metadata import IndexedMetadataKeyEquals
 from durable.models import Thread
+from durable.persistence.metadata import IndexedMetadataKeyEquals
 
 MAX_META_FILTERS = 10
 SORTS = {"-updated": "newest first", "updated": "oldest first"}

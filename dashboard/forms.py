@@ -109,7 +109,7 @@ class ResumeForm(forms.Form):
     ``cards`` lists the interrupts with their bound fields for templates;
     ``one_click`` is true when one interrupt with one action is pending (each choice
     can be its own submit button). After validation ``resume_args`` holds the keyword
-    arguments for ``durable.runs.resume``: ``{"value": v}`` for one interrupt, else
+    arguments for ``durable.engine.resume``: ``{"value": v}`` for one interrupt, else
     ``{"answers": {iid: v}}``. Errors land on the field they are about.
     """
 

@@ -17,14 +17,14 @@ Everything that differs between machines comes from the environment:
 - ``DURABLE_DB_POOL_SIZE`` (default 8) and ``DURABLE_DB_POOL_MAX_IDLE_SECONDS`` (60): each
   process's PostgreSQL connection pool.
 - ``DURABLE_VAR_DIR``: where the SQLite files live; default ``var/``.
-- Run engine timings, in seconds (``durable.worker``): ``DURABLE_RUN_LEASE_SECONDS``
+- Run engine timings, in seconds (``durable.engine.execution``): ``DURABLE_RUN_LEASE_SECONDS``
   (default 30), ``DURABLE_HEARTBEAT_SECONDS`` (a third of the lease),
   ``DURABLE_REAPER_INTERVAL_SECONDS`` (10), ``DURABLE_STOP_GRACE_SECONDS`` (30),
   ``DURABLE_REDISPATCH_SECONDS`` (300) and ``DURABLE_RUN_TIMEOUT_SECONDS`` (unset: no limit).
 - ``DURABLE_RETENTION_INTERVAL_SECONDS``: how often beat applies the retention policies
   and sweeps the store's expired items (default 3600).
 - ``DURABLE_RUN_SYNCHRONOUS_COMMIT``: ``1`` makes the worker's run records wait for the
-  WAL flush on PostgreSQL (default ``0``: ``durable.runsql``).
+  WAL flush on PostgreSQL (default ``0``: ``durable.engine.records``).
 """
 
 import os
@@ -168,9 +168,9 @@ def _seconds(name: str, default: float | None) -> float | None:
     return float(value) if value else default
 
 
-# The run engine (durable.worker). A running run holds a lease of DURABLE_RUN_LEASE_SECONDS
+# The run engine (durable.engine). A running run holds a lease of DURABLE_RUN_LEASE_SECONDS
 # that its worker renews every DURABLE_HEARTBEAT_SECONDS; the reaper, which every worker
-# runs every DURABLE_REAPER_INTERVAL_SECONDS (durable.tasks; no Celery beat needed),
+# runs every DURABLE_REAPER_INTERVAL_SECONDS (durable.engine.tasks; no Celery beat needed),
 # re-enqueues runs whose lease expired (their worker died) and re-sends pending runs no
 # worker took for DURABLE_REDISPATCH_SECONDS (a lost message).
 # A run asked to stop that has not reached a super-step boundary within
@@ -183,14 +183,14 @@ DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS", 30.0)
 DURABLE_REDISPATCH_SECONDS = _seconds("DURABLE_REDISPATCH_SECONDS", 300.0)
 DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS", None)
 # On PostgreSQL the worker's own records (a run's claim, its events, its outcome) commit
-# without waiting for the WAL flush (durable.runsql); 1 makes them wait, as checkpoints do.
+# without waiting for the WAL flush (durable.engine.records); 1 makes them wait, as checkpoints do.
 DURABLE_RUN_SYNCHRONOUS_COMMIT = os.environ.get("DURABLE_RUN_SYNCHRONOUS_COMMIT", "0") == "1"
 DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS", 3600.0)
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
 # retention sweep (durable.retention): the policies, then the store's TTL sweep. Several
 # beats are safe: threads are claimed with SELECT ... FOR UPDATE SKIP LOCKED. The reaper
-# of stale runs needs no beat: every worker runs it (durable.tasks).
+# of stale runs needs no beat: every worker runs it (durable.engine.tasks).
 CELERY_BEAT_SCHEDULE = {
     "sweep-retention": {
         "task": "durable.sweep_retention",
@@ -213,7 +213,7 @@ DURABLE_GRAPHS.update(
     item.split("=", 1) for item in os.environ.get("DURABLE_EXTRA_GRAPHS", "").split(",") if item
 )
 
-# Encryption at rest for checkpoints and store values (durable.serde): 16, 24 or 32
+# Encryption at rest for checkpoints and store values (durable.persistence.serde): 16, 24 or 32
 # characters, from the environment only. Metadata stays plain JSON.
 DURABLE_ENCRYPTION_KEY = os.environ.get("DURABLE_ENCRYPTION_KEY", "")
 # More classes a stored payload may revive, as dotted paths ("package.module.Class").

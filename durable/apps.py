@@ -11,7 +11,7 @@ class DurableConfig(AppConfig):
         # Records every login in the audit trail (durable.audit).
         from django.contrib.auth.signals import user_logged_in
 
-        from durable import events  # noqa: F401
         from durable.audit import record_login
+        from durable.engine import follow  # noqa: F401
 
         user_logged_in.connect(record_login, dispatch_uid="durable-audit-login")

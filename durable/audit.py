@@ -1,6 +1,6 @@
 """The audit trail: one append-only ``AuditEvent`` per operator action.
 
-``record`` is called by the operations themselves (``durable.runs``,
+``record`` is called by the operations themselves (``durable.engine.operations``,
 ``durable.retention``, the token admin, the login signal), in the transaction that does
 the work, so an action and its event are committed together or not at all.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from durable.engine.checks import actor as actor_name
 from durable.models import AuditEvent, Checkpoint, Run, Tenant, Thread
-from durable.validation import actor as actor_name
 
 Action = AuditEvent.Action
 

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 from langgraph.graph.state import CompiledStateGraph
 
-from durable.checkpoint import DjangoSaver
+from durable.persistence.checkpoint import DjangoSaver
 
 
 class UnknownGraph(ValueError):

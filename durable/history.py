@@ -10,7 +10,7 @@ their parents' writes, and one for their children, whatever the thread's size.
   sent with ``Send`` has a path without its node's name (``"~__pregel_push, ..."``) and
   is shown as ``SEND``. An update (``update_state``, a fork) writes as the task
   ``"~__interrupt__, <i>"``; the node it counts as is ``metadata["as_node"]``, which
-  ``durable.runs.fork`` records.
+  ``durable.engine.operations.fork`` records.
 - **Badges.** A checkpoint whose tasks wrote ``__interrupt__`` stopped at an interrupt
   (``__resume__`` writes mean it was answered); ``__error__`` writes are failed tasks.
 - **Order.** Checkpoint ids are uuid6: they sort by creation time, and hold it.

@@ -17,7 +17,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Max, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from durable.metadata import SortedKeysJSONEncoder
+from durable.persistence.metadata import SortedKeysJSONEncoder
 
 THREAD_ID_MAX_LENGTH = 255
 
@@ -40,7 +40,7 @@ class Checkpoint(models.Model):
     # Kept out of the serialized payload so that pruning and DeltaChannel history can
     # tell which blobs a checkpoint uses without decoding (or decrypting) it.
     channel_versions = models.JSONField(default=dict)
-    # Sorted keys let SQLite compare nested values as text (durable.metadata).
+    # Sorted keys let SQLite compare nested values as text (durable.persistence.metadata).
     metadata = models.JSONField(default=dict, encoder=SortedKeysJSONEncoder)
 
     class Meta:
@@ -195,7 +195,7 @@ class Thread(models.Model):
 
 class Run(models.Model):
     """One execution of a thread's graph by a worker: ``pending → running → success |
-    error | interrupted | cancelled | timeout`` (``durable.runs`` moves it along).
+    error | interrupted | cancelled | timeout`` (``durable.engine.operations`` moves it along).
 
     What it runs, by ``kind``: ``start`` streams ``input``; ``resume`` streams
     ``Command(resume=command["resume"])``; ``fork`` and ``replay`` stream ``None``
@@ -207,7 +207,7 @@ class Run(models.Model):
     ``interrupted``; ``error_type``, ``error_message`` and ``error_node`` describe an
     ``error``.
 
-    Execution (``durable.runs.execute``): a worker claims the run by raising ``attempt``
+    Execution (``durable.engine.execution``): a worker claims the run by raising ``attempt``
     and holding a lease (``worker``, ``lease_expires_at``) that it renews while it runs;
     every write of that worker is fenced by ``attempt``, so a worker that lost its
     lease can no longer change the row. ``stop_requested`` asks the worker to drain
@@ -396,7 +396,7 @@ class RunEvent(models.Model):
 
 
 class StoreItem(models.Model):
-    """One item of LangGraph's long-term memory store (``durable.store.DjangoStore``).
+    """One item of LangGraph's long-term memory store (``durable.persistence.store.DjangoStore``).
 
     Laid out like LangGraph's PostgresStore ``store`` table
     (``langgraph/store/postgres/base.py``): ``namespace`` is the namespace's labels joined

@@ -56,7 +56,6 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from durable import audit
-from durable.checkpoint import DjangoSaver
 from durable.models import (
     AuditEvent,
     Checkpoint,
@@ -67,6 +66,7 @@ from durable.models import (
     Tenant,
     Thread,
 )
+from durable.persistence.checkpoint import DjangoSaver
 
 logger = logging.getLogger(__name__)
 
@@ -376,7 +376,7 @@ def _every(threads, rule: Rule, dry_run: bool, actor: Any, reason: str, batch_si
 def sweep(*, batch_size: int = BATCH_SIZE) -> dict[str, Any]:
     """The scheduled job (Celery task ``durable.sweep_retention``): apply every enabled
     policy, then delete the store's expired items (``DjangoStore.sweep_ttl``)."""
-    from durable.store import DjangoStore
+    from durable.persistence.store import DjangoStore
 
     report = apply(batch_size=batch_size)
     expired = DjangoStore().sweep_ttl()

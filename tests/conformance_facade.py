@@ -10,7 +10,7 @@ import asyncio
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from durable.checkpoint import DjangoSaver
+from durable.persistence.checkpoint import DjangoSaver
 
 
 class SyncPathFacade(BaseCheckpointSaver):

@@ -280,7 +280,7 @@ def member(username: str, tenant=None, role: str = "operator"):
 
 @pytest.fixture
 def operator(db):
-    """An operator of the default tenant, where ``durable.runs`` puts threads made
+    """An operator of the default tenant, where ``durable.engine`` puts threads made
     without a tenant."""
     return member("operator")
 

@@ -438,17 +438,17 @@ def arranged(web, api_key):
     """Thread ``t1`` of expense_approval stopped at its interrupt, a bare thread, and a
     checkpoint of another thread the console does not know; the graph runs in this
     process through the real saver, so no worker is needed."""
-    from durable import runs
+    from durable import engine
     from durable.graphs import get_graph
 
     graph = get_graph("expense_approval")
     t1 = {
         "configurable": {
-            "thread_id": runs.create_thread("expense_approval", thread_id="t1").thread_id
+            "thread_id": engine.create_thread("expense_approval", thread_id="t1").thread_id
         }
     }
     graph.invoke(EXPENSE, t1)
-    runs.create_thread(None, thread_id="bare")
+    engine.create_thread(None, thread_id="bare")
     graph.invoke(EXPENSE, {"configurable": {"thread_id": "elsewhere"}})
     foreign = graph.get_state({"configurable": {"thread_id": "elsewhere"}}).config
     latest = graph.get_state(t1).config
@@ -644,11 +644,11 @@ def test_the_sdks_stateless_runs_are_refused_in_json(client):
 
 
 def test_answers_must_match_the_interrupts_response_schema(arranged):
-    from durable import runs
+    from durable import engine
     from durable.graphs import get_graph
 
     graph = get_graph("parallel_review")
-    review = runs.create_thread("parallel_review", thread_id="review")
+    review = engine.create_thread("parallel_review", thread_id="review")
     config = {"configurable": {"thread_id": review.thread_id}}
     graph.invoke({"document": "contract"}, config)
     legal, finance = (i.id for i in graph.get_state(config).interrupts)

@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
-from durable import runs
+from durable import engine
 from durable.models import Run, Thread
 from tests.conftest import wait_for
 from tests.graphs import release, runs_of
@@ -47,7 +47,7 @@ def shot(page, name: str) -> None:  # noqa: F811
 
 def interrupted(graph: str) -> Thread:
     """A thread of ``graph`` that the worker ran up to its interrupt(s)."""
-    run = finished(runs.start(graph, INPUTS[graph]))
+    run = finished(engine.start(graph, INPUTS[graph]))
     assert run.status == Run.Status.INTERRUPTED
     return Thread.objects.get(pk=run.thread_id)
 
@@ -76,12 +76,12 @@ def test_approve_a_hitl_request_from_the_inbox(page, web, worker):  # noqa: F811
     follow_run(page, "success")
     expect(page.get_by_text("pay finished")).to_be_visible()
     shot(page, "inbox-approved-run")
-    assert runs.thread_state(expense).values["status"] == "paid"
+    assert engine.thread_state(expense).values["status"] == "paid"
 
 
 def test_answer_two_parallel_interrupts_by_id_in_one_submit(page, web, worker):  # noqa: F811
     thread = interrupted("parallel_review")
-    ids = [i.id for i in runs.pending_interrupts(thread)]
+    ids = [i.id for i in engine.pending_interrupts(thread)]
     page.goto(f"{web.url}/inbox/threads/{thread.pk}/")
     for iid, comment in zip(ids, ("legal ok", "finance ok"), strict=True):
         page.locator(f"#answer-{iid}").fill(json.dumps({"approved": True, "comment": comment}))
@@ -97,7 +97,7 @@ def test_answer_two_parallel_interrupts_by_id_in_one_submit(page, web, worker): 
 
 def test_a_malformed_json_answer_shows_an_error_and_changes_nothing(page, web, worker):  # noqa: F811
     thread = interrupted("parallel_review")
-    ids = [i.id for i in runs.pending_interrupts(thread)]
+    ids = [i.id for i in engine.pending_interrupts(thread)]
     page.goto(f"{web.url}/inbox/")
     page.locator(f"#answer-{ids[0]}").fill('{"approved": true}')
     page.locator(f"#answer-{ids[1]}").fill("{approved: yes")
@@ -110,12 +110,12 @@ def test_a_malformed_json_answer_shows_an_error_and_changes_nothing(page, web, w
     shot(page, "inbox-malformed-answer")
     assert thread.runs.count() == 1
     assert Thread.objects.get(pk=thread.pk).status == Thread.Status.INTERRUPTED
-    assert [i.id for i in runs.pending_interrupts(thread)] == ids
+    assert [i.id for i in engine.pending_interrupts(thread)] == ids
 
 
 def test_fork_with_another_as_node_runs_from_the_changed_state(page, web, worker):  # noqa: F811
     thread = interrupted("expense_approval")
-    first = runs.thread_history(thread)[-2]  # step 0, written by __start__
+    first = engine.thread_history(thread)[-2]  # step 0, written by __start__
     assert first.metadata["step"] == 0
     checkpoint = first.config["configurable"]["checkpoint_id"]
     page.goto(f"{web.url}/threads/{thread.pk}/checkpoints/{checkpoint}/fork/")
@@ -142,8 +142,8 @@ def test_fork_with_another_as_node_runs_from_the_changed_state(page, web, worker
 
 def test_replay_runs_the_nodes_again(page, web, worker):  # noqa: F811
     thread = interrupted("expense_approval")
-    checkpoint = runs.thread_state(thread).config["configurable"]["checkpoint_id"]
-    finished(runs.resume(thread, {"decisions": [{"type": "approve"}]}))
+    checkpoint = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
+    finished(engine.resume(thread, {"decisions": [{"type": "approve"}]}))
     page.goto(f"{web.url}/threads/{thread.pk}/checkpoints/{checkpoint}/replay/")
     expect(page.get_by_text("These nodes run again, with their side effects.")).to_be_visible()
     expect(page.locator("section").filter(has_text="What runs")).to_contain_text("request_approval")
@@ -160,7 +160,7 @@ def test_replay_runs_the_nodes_again(page, web, worker):  # noqa: F811
 
 
 def test_cancel_a_running_run_from_its_page(page, web, worker, tmp_path):  # noqa: F811
-    run = runs.start("probe", {"dir": str(tmp_path), "log": []})
+    run = engine.start("probe", {"dir": str(tmp_path), "log": []})
     wait_for(lambda: runs_of(tmp_path, "slow") == 1, message="the probe's slow node")
     page.goto(f"{web.url}/runs/{run.pk}/")
     expect(page.get_by_test_id("run-status")).to_have_text("running")

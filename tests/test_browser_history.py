@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect, sync_playwright
 
-from durable import history, runs
+from durable import engine, history
 from durable.models import Run, Thread
 from tests.conftest import log_in
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
@@ -41,13 +41,13 @@ def forked(worker):
     after the approval, and the fork's.
     (Made before ``page``: Playwright's sync API runs an event loop, in which Django
     refuses database calls.)"""
-    run = finished(runs.start("expense_approval", EXPENSE))
+    run = finished(engine.start("expense_approval", EXPENSE))
     assert run.status == Run.Status.INTERRUPTED
     thread = Thread.objects.get(pk=run.thread_id)
     at_approval = history.tree_page(thread.thread_id).nodes[0].checkpoint_id
     approve = {"decisions": [{"type": "approve"}]}
-    assert finished(runs.resume(thread, approve)).status == Run.Status.SUCCESS
-    fork = runs.fork(thread, at_approval, {"amount": 7.5}, as_node="validate", run=True)
+    assert finished(engine.resume(thread, approve)).status == Run.Status.SUCCESS
+    fork = engine.fork(thread, at_approval, {"amount": 7.5}, as_node="validate", run=True)
     assert finished(fork.run).status == Run.Status.INTERRUPTED
     approved, forked = history.children_of(thread.thread_id, "", at_approval)
     assert forked.checkpoint_id == fork.checkpoint_id

@@ -7,7 +7,7 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect, sync_playwright
 
-from durable import runs
+from durable import engine
 from durable.models import Tenant
 from tests.conftest import log_in, member
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
@@ -21,7 +21,7 @@ SCREENSHOTS = settings.VAR_DIR / "screenshots"
 def test_an_operator_cannot_open_another_tenants_thread(web):
     ours = at_interrupt()
     globex = Tenant.objects.create(slug="globex", name="Globex")
-    theirs = runs.create_thread("expense_approval", thread_id="globex-secret", tenant=globex)
+    theirs = engine.create_thread("expense_approval", thread_id="globex-secret", tenant=globex)
     member("ann")  # an operator of the default tenant only
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

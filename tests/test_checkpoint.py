@@ -11,8 +11,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.base import BasePostgresSaver
 from langgraph.types import Command
 
-from durable.checkpoint import DjangoSaver
 from durable.models import Checkpoint, CheckpointBlob
+from durable.persistence.checkpoint import DjangoSaver
 from examples import expense_approval, parallel_review
 
 pytestmark = pytest.mark.django_db(transaction=True)

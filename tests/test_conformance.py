@@ -10,7 +10,7 @@ import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
-from durable.checkpoint import DjangoSaver
+from durable.persistence.checkpoint import DjangoSaver
 from tests.conformance_facade import SyncPathFacade
 
 pytestmark = pytest.mark.django_db(transaction=True)

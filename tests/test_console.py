@@ -7,7 +7,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from durable import runs
+from durable import engine
 from durable.models import Checkpoint, Run, RunEvent, Tenant, Thread
 from tests.test_worker import EXPENSE, finished
 
@@ -24,7 +24,7 @@ INPUTS = {"expense_approval": EXPENSE, "parallel_review": {"document": "Lease"}}
 def interrupted(graph: str = "expense_approval"):
     """Start ``graph`` and wait for the worker to stop it at its interrupt(s): the
     thread and the interrupt ids."""
-    run = finished(runs.start(graph, INPUTS[graph]))
+    run = finished(engine.start(graph, INPUTS[graph]))
     assert run.status == Run.Status.INTERRUPTED
     return Thread.objects.get(pk=run.thread_id), [i["id"] for i in run.interrupts]
 
@@ -81,7 +81,7 @@ def test_bad_start_requests_explain_and_change_nothing(client, graph, input_text
 
 def test_resume_with_nothing_pending_explains_and_changes_nothing(client, worker):
     thread, _ = interrupted()
-    finished(runs.resume(thread, {"decisions": [{"type": "approve"}]}))
+    finished(engine.resume(thread, {"decisions": [{"type": "approve"}]}))
     before = counts()
 
     response = client.post(reverse("resume", args=[thread.pk]), {"decision-whatever-0": "approve"})
@@ -124,7 +124,7 @@ def test_both_parallel_interrupts_are_answered_in_one_submit(client, worker):
     resumed = thread.runs.get(kind=Run.Kind.RESUME)
     assert resumed.command == {"resume": {i: {"approved": True} for i in ids}}
     assert finished(resumed).status == Run.Status.SUCCESS
-    assert runs.thread_state(thread).values["verdict"] == "approved"
+    assert engine.thread_state(thread).values["verdict"] == "approved"
 
 
 def test_a_hitl_rejection_sends_the_reason(client, worker):
@@ -138,7 +138,7 @@ def test_a_hitl_rejection_sends_the_reason(client, worker):
         "resume": {"decisions": [{"type": "reject", "message": "Duplicate"}]}
     }
     finished(resumed)
-    assert runs.thread_state(thread).values["status"] == "rejected"
+    assert engine.thread_state(thread).values["status"] == "rejected"
 
 
 def test_a_decision_the_request_does_not_allow_is_refused(client, worker):
@@ -155,7 +155,7 @@ def test_a_decision_the_request_does_not_allow_is_refused(client, worker):
 def test_the_live_section_follows_the_run_only_while_it_is_active(client):
     # A run as the page sees it while a worker has it (no worker here: a worker would
     # end it before the page is read).
-    thread = runs.create_thread("expense_approval")
+    thread = engine.create_thread("expense_approval")
     run = Run.objects.create(thread=thread, graph=thread.graph, kind="start", status="running")
     RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, {"status": "running"})
     headers = {"HX-Request": "true", "HX-Target": "live"}
@@ -237,7 +237,7 @@ def test_an_edited_claim_is_validated_and_paid_as_edited(client, worker):
         "name": "pay_expense",
         "args": edited,
     }
-    values = runs.thread_state(thread).values
+    values = engine.thread_state(thread).values
     assert values["status"] == "paid"
     assert values["payment"]["amount"] == 40.0
     assert values["amount"] == 40.0

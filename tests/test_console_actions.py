@@ -1,5 +1,5 @@
 """The console's action pages (inbox, fork, replay, run, store) through Django's test
-client, and the parts of ``durable.runs`` they rely on.
+client, and the parts of ``durable.engine`` they rely on.
 
 Threads that only need to sit at an interrupt are run to it in this process
 (``at_interrupt``): the same graph, saver and checkpoints a worker would write, without
@@ -23,7 +23,7 @@ from dashboard.forms import ResumeForm
 from dashboard.templatetags.console import markdown
 from dashboard.views import inbox as inbox_views
 from dashboard.views.store import parse_filter
-from durable import runs
+from durable import engine
 from durable.graphs import get_graph
 from durable.models import (
     Checkpoint,
@@ -34,8 +34,7 @@ from durable.models import (
     StoreItem,
     Thread,
 )
-from durable.scoped_store import ScopedStore
-from durable.store import DjangoStore
+from durable.persistence.store import DjangoStore, ScopedStore
 from tests.test_worker import finished
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -50,15 +49,15 @@ INPUTS = {
 
 def at_interrupt(graph: str = "expense_approval") -> Thread:
     """A thread of ``graph`` run, in this process, up to its interrupt(s)."""
-    thread = runs.create_thread(graph)
-    get_graph(graph).invoke(INPUTS[graph], runs.config_for(thread))
+    thread = engine.create_thread(graph)
+    get_graph(graph).invoke(INPUTS[graph], engine.config_for(thread))
     Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.INTERRUPTED)
     thread.refresh_from_db()
     return thread
 
 
 def head(thread: Thread) -> str:
-    return runs.thread_state(thread).config["configurable"]["checkpoint_id"]
+    return engine.thread_state(thread).config["configurable"]["checkpoint_id"]
 
 
 def everything() -> dict[str, int]:
@@ -70,26 +69,26 @@ def everything() -> dict[str, int]:
     return counts | {"statuses": sorted(Thread.objects.values_list("pk", "status"))}
 
 
-# -- durable.runs: what the pages rely on ---------------------------------------------
+# -- durable.engine: what the pages rely on ---------------------------------------------
 
 
 def test_a_fork_keeps_its_metadata_on_the_checkpoint_it_writes():
     thread = at_interrupt()
 
-    result = runs.fork(thread, head(thread), None, as_node="__end__", metadata={"reason": "dup"})
+    result = engine.fork(thread, head(thread), None, as_node="__end__", metadata={"reason": "dup"})
 
     row = Checkpoint.objects.get(thread_id=thread.thread_id, checkpoint_id=result.checkpoint_id)
     assert row.metadata["reason"] == "dup"
     assert row.metadata["source"] == "update"
     assert row.metadata["as_node"] == "__end__"  # the history's own record, kept beside it
     # Closed without resuming: nothing pending, nothing next, the thread idle.
-    assert runs.pending_interrupts(thread) == []
-    assert runs.thread_state(thread).next == ()
+    assert engine.pending_interrupts(thread) == []
+    assert engine.thread_state(thread).next == ()
     assert Thread.objects.get(pk=thread.pk).status == Thread.Status.IDLE
 
 
 def test_graph_shape_names_nodes_reducers_and_what_follows_a_node():
-    shape = runs.graph_shape(at_interrupt("parallel_review"))
+    shape = engine.graph_shape(at_interrupt("parallel_review"))
 
     assert shape.nodes == ("__start__", "legal_review", "finance_review", "decide")
     assert shape.combined_keys == {"reviews"}
@@ -99,7 +98,7 @@ def test_graph_shape_names_nodes_reducers_and_what_follows_a_node():
 
 
 def test_graph_shape_follows_command_destinations_and_loops():
-    shape = runs.graph_shape(at_interrupt("email_reply"))
+    shape = engine.graph_shape(at_interrupt("email_reply"))
     # review goes back to draft_reply (a response), so it may run again itself.
     assert shape.after(["review"]) == ["draft_reply", "review", "send"]
 
@@ -299,7 +298,7 @@ def test_the_inbox_is_paged(client, monkeypatch):
 
 def test_an_answer_that_is_not_json_is_shown_on_its_box_and_changes_nothing(client):
     thread = at_interrupt("parallel_review")
-    ids = [i.id for i in runs.pending_interrupts(thread)]
+    ids = [i.id for i in engine.pending_interrupts(thread)]
     before = everything()
 
     response = client.post(
@@ -317,7 +316,7 @@ def test_an_answer_that_is_not_json_is_shown_on_its_box_and_changes_nothing(clie
 
 def test_answering_a_thread_with_nothing_pending_is_refused(client):
     thread = at_interrupt()
-    runs.fork(thread, head(thread), None, as_node="__end__")
+    engine.fork(thread, head(thread), None, as_node="__end__")
     before = everything()
     response = client.post(reverse("inbox-answer", args=[thread.pk]), {})
     assert response.status_code == 400
@@ -342,9 +341,9 @@ def test_closing_without_resuming_needs_a_reason_and_the_checkpoint_the_operator
 
     assert response.status_code == 303
     assert response["Location"] == reverse("thread", args=[thread.pk])
-    assert runs.pending_interrupts(thread) == []
+    assert engine.pending_interrupts(thread) == []
     assert Thread.objects.get(pk=thread.pk).status == Thread.Status.IDLE
-    assert runs.thread_state(thread).metadata["reason"] == "Duplicate claim"
+    assert engine.thread_state(thread).metadata["reason"] == "Duplicate claim"
     assert Run.objects.count() == 0  # nothing ran
 
 
@@ -362,7 +361,7 @@ def expense_checkpoints(thread) -> dict[int, str]:
     """The thread's checkpoint ids by step."""
     return {
         s.metadata["step"]: s.config["configurable"]["checkpoint_id"]
-        for s in runs.thread_history(thread)
+        for s in engine.thread_history(thread)
     }
 
 
@@ -436,7 +435,7 @@ def test_a_fork_without_a_run_sends_only_the_changed_keys_with_its_reason(client
 
     assert response.status_code == 303
     assert response["Location"] == reverse("thread", args=[thread.pk])
-    state = runs.thread_state(thread)
+    state = engine.thread_state(thread)
     assert state.values["reviews"] == [review]
     assert state.metadata["reason"] == "Legal approved by phone"
     assert state.metadata["source"] == "update"
@@ -470,7 +469,7 @@ def test_a_replay_needs_a_reason(client):
 def made_run(status=Run.Status.RUNNING, **fields) -> Run:
     """A run as the page sees it while a worker has it (or after), written by hand:
     no worker takes it (a running run has a worker; an ended one is done)."""
-    thread = runs.create_thread("expense_approval")
+    thread = engine.create_thread("expense_approval")
     run = Run.objects.create(
         thread=thread, graph=thread.graph, kind="start", status=status, **fields
     )
@@ -639,7 +638,7 @@ def posted_run(response) -> Run:
 
 def test_an_approval_from_the_inbox_resumes_and_leads_to_the_run(client, worker):
     thread = at_interrupt()
-    [pending] = runs.pending_interrupts(thread)
+    [pending] = engine.pending_interrupts(thread)
     run = posted_run(
         client.post(
             reverse("inbox-answer", args=[thread.pk]), {f"decision-{pending.id}-0": "approve"}
@@ -647,12 +646,12 @@ def test_an_approval_from_the_inbox_resumes_and_leads_to_the_run(client, worker)
     )
     assert run.kind == Run.Kind.RESUME and run.status == Run.Status.SUCCESS
     assert run.command == {"resume": {"decisions": [{"type": "approve"}]}}
-    assert runs.thread_state(thread).values["status"] == "paid"
+    assert engine.thread_state(thread).values["status"] == "paid"
 
 
 def test_a_per_argument_edit_from_the_inbox_pays_the_edited_claim(client, worker):
     thread = at_interrupt()
-    [pending] = runs.pending_interrupts(thread)
+    [pending] = engine.pending_interrupts(thread)
     prefix = f"arg-{pending.id}-0"
     run = posted_run(
         client.post(
@@ -666,12 +665,12 @@ def test_a_per_argument_edit_from_the_inbox_pays_the_edited_claim(client, worker
         )
     )
     assert run.status == Run.Status.SUCCESS
-    assert runs.thread_state(thread).values["payment"]["amount"] == 40
+    assert engine.thread_state(thread).values["payment"]["amount"] == 40
 
 
 def test_parallel_interrupts_are_answered_by_id_in_one_submit(client, worker):
     thread = at_interrupt("parallel_review")
-    ids = [i.id for i in runs.pending_interrupts(thread)]
+    ids = [i.id for i in engine.pending_interrupts(thread)]
     run = posted_run(
         client.post(
             reverse("inbox-answer", args=[thread.pk]),
@@ -679,12 +678,12 @@ def test_parallel_interrupts_are_answered_by_id_in_one_submit(client, worker):
         )
     )
     assert run.command == {"resume": {i: {"approved": True} for i in ids}}
-    assert runs.thread_state(thread).values["verdict"] == "approved"
+    assert engine.thread_state(thread).values["verdict"] == "approved"
 
 
 def test_an_agent_inbox_edit_sends_the_edited_email(client, worker):
     thread = at_interrupt("email_reply")
-    [pending] = runs.pending_interrupts(thread)
+    [pending] = engine.pending_interrupts(thread)
     run = posted_run(
         client.post(
             reverse("inbox-answer", args=[thread.pk]),
@@ -693,7 +692,7 @@ def test_an_agent_inbox_edit_sends_the_edited_email(client, worker):
     )
     [response] = run.command["resume"]
     assert response["type"] == "edit"
-    values = runs.thread_state(thread).values
+    values = engine.thread_state(thread).values
     assert values["sent"]["subject"] == "Your address"
     assert values["outcome"] == "sent to ada@example.com"
 
@@ -717,7 +716,7 @@ def test_a_fork_that_runs_goes_on_from_the_changed_state(client, worker):
     assert run.metadata == {"reason": "Amount corrected by finance"}
     # As if validate had passed the new amount: the approval is asked for 5.
     assert run.status == Run.Status.INTERRUPTED
-    [pending] = runs.pending_interrupts(thread)
+    [pending] = engine.pending_interrupts(thread)
     assert pending.value["action_requests"][0]["args"]["amount"] == 5
 
 

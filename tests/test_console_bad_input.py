@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from durable import runs
+from durable import engine
 from durable.graphs import get_graph
 from durable.models import Thread
 from tests.test_worker import EXPENSE
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def thread() -> Thread:
-    thread = runs.create_thread("expense_approval")
-    get_graph("expense_approval").invoke(EXPENSE, runs.config_for(thread))
+    thread = engine.create_thread("expense_approval")
+    get_graph("expense_approval").invoke(EXPENSE, engine.config_for(thread))
     return thread
 
 
@@ -62,7 +62,7 @@ def test_a_checkpoint_id_the_tables_cannot_hold_is_a_404(client, thread, checkpo
 
 
 def test_a_real_checkpoint_id_still_resolves(client, thread):
-    checkpoint_id = runs.thread_state(thread).config["configurable"]["checkpoint_id"]
+    checkpoint_id = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
     url = reverse("checkpoint", args=[thread.pk, checkpoint_id])
     assert url == f"/threads/{thread.pk}/checkpoints/{checkpoint_id}/"
     assert client.get(url).status_code == 200

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from dashboard import present
 from dashboard.forms import ResumeForm
-from durable import history, runs
+from durable import engine, history
 from durable.graphs import get_graph
 from durable.models import Run, RunEvent, Thread
 
@@ -27,16 +27,16 @@ PAGE_BUDGET = 200_000
 
 def big_claim_thread() -> Thread:
     """An expense_approval thread at its approval interrupt, with a 2 MB description."""
-    thread = runs.create_thread("expense_approval")
+    thread = engine.create_thread("expense_approval")
     claim = {"employee": "Grace Hopper", "amount": 42.5, "description": BIG}
-    get_graph("expense_approval").invoke(claim, runs.config_for(thread))
+    get_graph("expense_approval").invoke(claim, engine.config_for(thread))
     Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.INTERRUPTED)
     thread.refresh_from_db()
     return thread
 
 
 def head(thread: Thread) -> str:
-    return runs.thread_state(thread).config["configurable"]["checkpoint_id"]
+    return engine.thread_state(thread).config["configurable"]["checkpoint_id"]
 
 
 def test_pages_of_a_thread_with_a_2_mb_value_stay_small_and_link_to_the_whole(client):
@@ -88,13 +88,13 @@ def test_the_json_download_has_the_whole_value_and_the_whole_checkpoint(client):
     assert interrupt["value"]["action_requests"][0]["args"]["description"] == BIG
 
     assert client.get(url, {"key": "nope"}).status_code == 404
-    other = runs.create_thread("expense_approval")
+    other = engine.create_thread("expense_approval")
     assert client.get(reverse("checkpoint-json", args=[other.pk, head(thread)])).status_code == 404
 
 
 def test_an_argument_too_large_to_edit_is_left_out_and_kept(client):
     thread = big_claim_thread()
-    (pending,) = runs.pending_interrupts(thread)
+    (pending,) = engine.pending_interrupts(thread)
     form = ResumeForm([pending])
     (action,) = form.cards[0].actions
     inputs = {arg.spec.key: arg for arg in action.inputs}
@@ -135,13 +135,13 @@ def test_a_fork_leaves_a_key_too_large_to_edit_as_it_is(client):
         {"as_node": "validate", "reason": "Lower the amount", "state-amount": "40"},
     )
     assert response.status_code == 303
-    values = runs.thread_state(thread).values
+    values = engine.thread_state(thread).values
     assert values["amount"] == 40
     assert values["description"] == BIG
 
 
 def test_the_run_page_shortens_an_event_and_links_to_it_whole(client):
-    thread = runs.create_thread("expense_approval")
+    thread = engine.create_thread("expense_approval")
     run = Run.objects.create(thread=thread, graph=thread.graph, kind="start", status="success")
     RunEvent.objects.append(run.pk, "updates", {"validate": {"description": BIG}})
 

@@ -23,11 +23,11 @@ from typing_extensions import TypedDict
 
 from dashboard import lanes
 from dashboard.views.history import THREADS_PER_PAGE, TREE_PAGE
-from durable import history, runs
-from durable.checkpoint import DjangoSaver
+from durable import engine, history
 from durable.graphs import get_graph
 from durable.history import TreeNode
 from durable.models import Tenant, Thread
+from durable.persistence.checkpoint import DjangoSaver
 from tests.test_worker import EXPENSE
 
 committed = pytest.mark.django_db(transaction=True)
@@ -39,8 +39,8 @@ committed = pytest.mark.django_db(transaction=True)
 def interrupted_expense(thread_id: str = "expense-1", **metadata) -> Thread:
     """An expense_approval thread run in-process to its approval interrupt: checkpoints
     at steps -1 (input), 0, 1 (interrupted in request_approval)."""
-    thread = runs.create_thread("expense_approval", thread_id=thread_id, metadata=metadata)
-    get_graph("expense_approval").invoke(EXPENSE, runs.config_for(thread), durability="sync")
+    thread = engine.create_thread("expense_approval", thread_id=thread_id, metadata=metadata)
+    get_graph("expense_approval").invoke(EXPENSE, engine.config_for(thread), durability="sync")
     return thread
 
 
@@ -67,8 +67,8 @@ def get(client, name: str, *args, **params):
 def test_a_fork_draws_a_second_lane_whose_first_checkpoint_is_an_update(client):
     thread = interrupted_expense()
     at_interrupt, validated, *_ = checkpoint_ids(thread)
-    first = runs.fork(thread, at_interrupt, {"amount": 99.0}, as_node="validate")
-    second = runs.fork(thread, at_interrupt, {"amount": 50.0}, as_node="validate")
+    first = engine.fork(thread, at_interrupt, {"amount": 99.0}, as_node="validate")
+    second = engine.fork(thread, at_interrupt, {"amount": 50.0}, as_node="validate")
 
     page = get(client, "thread-history", thread.pk).content.decode()
 
@@ -108,7 +108,7 @@ def test_the_thread_page_shows_the_tree_and_diff_picks(client):
 
 @committed
 def test_tree_pages_by_checkpoint_id_without_gaps_or_repeats(client):
-    thread = runs.create_thread("expense_approval", thread_id="long")
+    thread = engine.create_thread("expense_approval", thread_id="long")
     made = chain(thread.thread_id, TREE_PAGE + 30)
 
     first = get(client, "thread-history", thread.pk).content.decode()
@@ -194,10 +194,10 @@ def test_the_inspector_shows_values_next_tasks_and_pending_writes(client):
 @committed
 def test_the_inspector_shows_messages_as_a_transcript(client, settings):
     settings.DURABLE_GRAPHS = {**settings.DURABLE_GRAPHS, "chat": f"{__name__}.build_chat"}
-    thread = runs.create_thread("chat", thread_id="chat-1")
+    thread = engine.create_thread("chat", thread_id="chat-1")
     get_graph("chat").invoke(
         {"messages": [HumanMessage("Weather in Leeds?", id="h1")]},
-        runs.config_for(thread),
+        engine.config_for(thread),
         durability="sync",
     )
     newest, *_, first_step, _ = checkpoint_ids(thread)
@@ -252,7 +252,7 @@ def build_chat() -> StateGraph:
 def test_the_diff_shows_a_changed_path_side_by_side_and_swaps(client):
     thread = interrupted_expense()
     at_interrupt, *_ = checkpoint_ids(thread)
-    fork = runs.fork(thread, at_interrupt, {"amount": 99.0}, as_node="validate")
+    fork = engine.fork(thread, at_interrupt, {"amount": 99.0}, as_node="validate")
 
     page = get(client, "diff", thread.pk, a=at_interrupt, b=fork.checkpoint_id).content.decode()
 

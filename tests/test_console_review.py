@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from dashboard.templatetags.console import STATUS_ICONS
-from durable import history, runs
+from durable import engine, history
 from durable.graphs import get_graph
 from durable.models import Run, Thread
 from tests.test_console_actions import at_interrupt, everything, head
@@ -18,8 +18,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def interrupted() -> Thread:
-    thread = runs.create_thread("expense_approval")
-    get_graph("expense_approval").invoke(EXPENSE, runs.config_for(thread))
+    thread = engine.create_thread("expense_approval")
+    get_graph("expense_approval").invoke(EXPENSE, engine.config_for(thread))
     Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.INTERRUPTED)
     Run.objects.create(thread=thread, graph=thread.graph, kind="start", status="interrupted")
     thread.refresh_from_db()
@@ -41,7 +41,7 @@ def test_statuses_are_said_in_text_and_icon_on_the_list_and_the_thread(client):
 
 
 def test_a_long_node_name_is_cut_inside_its_box_and_whole_in_its_title(client):
-    thread = runs.create_thread("fault_tolerance")
+    thread = engine.create_thread("fault_tolerance")
     page = client.get(reverse("thread-graph", args=[thread.pk])).content.decode()
     box = re.search(
         r'<g class="box" data-node="__error_handler__quote_shipping">.*?</g>', page, re.S

@@ -14,8 +14,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
-from durable.checkpoint import DjangoSaver
 from durable.models import Checkpoint
+from durable.persistence.checkpoint import DjangoSaver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

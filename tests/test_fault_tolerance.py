@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from durable import runs
+from durable import engine
 from durable.models import Run, RunEvent, Thread
 from examples.fault_tolerance import FAILING_ATTEMPTS
 from tests.test_worker import finished
@@ -27,11 +27,11 @@ def finished_tasks(run: Run) -> list[tuple[str, str | None]]:
 
 
 def log_of(run: Run) -> list[str]:
-    return runs.thread_state(Thread.objects.get(pk=run.thread_id)).values["log"]
+    return engine.thread_state(Thread.objects.get(pk=run.thread_id)).values["log"]
 
 
 def test_retries_timeout_and_compensation_are_events(worker):
-    run = finished(runs.start("fault_tolerance", {"order": "A-1", "supplier_delay": 5.0}))
+    run = finished(engine.start("fault_tolerance", {"order": "A-1", "supplier_delay": 5.0}))
     assert run.status == Run.Status.SUCCESS, run.error_message
     attempts = [e for e in events(run, "custom") if e.get("node") == "reserve_stock"]
     assert [(e["attempt"], e["failed"]) for e in attempts] == [
@@ -54,7 +54,7 @@ def test_retries_timeout_and_compensation_are_events(worker):
 
 
 def test_without_a_timeout_the_handler_stays_out(worker):
-    run = finished(runs.start("fault_tolerance", {"order": "A-2", "supplier_delay": 0}))
+    run = finished(engine.start("fault_tolerance", {"order": "A-2", "supplier_delay": 0}))
     assert run.status == Run.Status.SUCCESS, run.error_message
     assert [name for name, _ in finished_tasks(run)] == [
         "reserve_stock",

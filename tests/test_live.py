@@ -14,7 +14,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from durable import events, runs
+from durable import engine
+from durable.engine import follow as events
 from durable.models import Run, RunEvent
 from tests.conftest import pg_connections, wait_for
 from tests.graphs import release, runs_of
@@ -51,7 +52,7 @@ def events_of(web, run: Run, cookies: dict, **headers) -> list[dict]:
 
 
 def test_a_runs_events_stream_with_their_seq_and_end_with_its_status(web, worker, cookies):
-    run = finished(runs.start("expense_approval", EXPENSE))
+    run = finished(engine.start("expense_approval", EXPENSE))
     sent = events_of(web, run, cookies)
 
     recorded = list(RunEvent.objects.filter(run=run).order_by("seq"))
@@ -64,7 +65,7 @@ def test_a_runs_events_stream_with_their_seq_and_end_with_its_status(web, worker
 
 
 def test_a_reconnecting_client_gets_only_what_it_missed(web, worker, cookies):
-    run = finished(runs.start("expense_approval", EXPENSE))
+    run = finished(engine.start("expense_approval", EXPENSE))
     everything = events_of(web, run, cookies)
     resumed = events_of(web, run, cookies, **{"Last-Event-ID": everything[2]["id"]})
     assert resumed == everything[3:]
@@ -81,7 +82,7 @@ def test_refused_stream_requests(web, cookies):
 
 def start_probe(directory: Path) -> Run:
     """A probe run (tests/graphs.py) held by its ``slow`` node until ``release``."""
-    run = runs.start("probe", {"dir": str(directory), "log": []})
+    run = engine.start("probe", {"dir": str(directory), "log": []})
     wait_for(lambda: runs_of(directory, "slow") == 1, message="the probe's slow node")
     return run
 

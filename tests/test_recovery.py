@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 from django.db import connection, transaction
 
-from durable import runs
+from durable import engine
 from durable.models import Run, Thread
 from tests.conftest import WORKER_APPLICATION_NAME, WorkerProcess, pg_connections, wait_for
 from tests.graphs import release, runs_of
@@ -60,7 +60,7 @@ def test_a_killed_workers_run_is_recovered_by_a_worker_without_beat(own_workers,
     assert (runs_of(tmp_path, "fast"), runs_of(tmp_path, "slow")) == (1, 2)
     assert runs_of(tmp_path, "after") == 1
     thread = Thread.objects.get(pk=run.thread_id)
-    assert sorted(runs.thread_state(thread).values["log"]) == ["after", "fast", "slow"]
+    assert sorted(engine.thread_state(thread).values["log"]) == ["after", "fast", "slow"]
     assert {
         "status": "pending",
         "detail": f"worker {doomed.hostname} stopped renewing its lease; re-enqueued",

@@ -23,8 +23,8 @@ from django.utils import timezone
 from langgraph.types import Command
 
 from dashboard.celery import app as celery_app
-from durable import retention, runs, tasks
-from durable.checkpoint import DjangoSaver
+from durable import engine, retention
+from durable.engine import tasks
 from durable.graphs import get_graph
 from durable.models import (
     AuditEvent,
@@ -37,7 +37,8 @@ from durable.models import (
     Tenant,
     Thread,
 )
-from durable.store import DjangoStore
+from durable.persistence.checkpoint import DjangoSaver
+from durable.persistence.store import DjangoStore
 from tests.conftest import ROOT, worker_env
 from tests.retention_graphs import GRAPHS, RECURSION_LIMIT
 from tests.test_console_actions import at_interrupt, everything
@@ -64,11 +65,11 @@ def history(
 ) -> Thread:
     """A thread of one of ``tests.retention_graphs``' graphs, run here up to its
     interrupt after ``steps`` ticks."""
-    thread = runs.create_thread(graph, tenant=tenant, thread_id=name)
+    thread = engine.create_thread(graph, tenant=tenant, thread_id=name)
     state = {"retention_delta": "log", "retention_nested": "notes"}[graph]
     get_graph(graph).invoke(
         {"n": 0, "steps": steps, state: []},
-        {**runs.config_for(thread), "recursion_limit": RECURSION_LIMIT},
+        {**engine.config_for(thread), "recursion_limit": RECURSION_LIMIT},
     )
     Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.INTERRUPTED)
     thread.refresh_from_db()
@@ -79,7 +80,7 @@ def forked(thread: Thread) -> Thread:
     """``thread`` with a branch: a copy of a checkpoint from the middle of its history,
     which becomes its newest checkpoint."""
     ids = root_ids(thread)
-    runs.fork(thread, ids[len(ids) // 2], None, as_node="__copy__")
+    engine.fork(thread, ids[len(ids) // 2], None, as_node="__copy__")
     return thread
 
 
@@ -116,7 +117,7 @@ def snapshot(state) -> tuple:
 
 def view(thread: Thread, checkpoint_id: str | None = None) -> tuple:
     graph = get_graph(thread.graph)
-    return snapshot(graph.get_state(runs.config_for(thread, checkpoint_id), subgraphs=True))
+    return snapshot(graph.get_state(engine.config_for(thread, checkpoint_id), subgraphs=True))
 
 
 def orphans() -> dict[str, list]:

@@ -30,7 +30,7 @@ from durable.models import (
     Tenant,
     Thread,
 )
-from durable.store import DjangoStore
+from durable.persistence.store import DjangoStore
 from tests.conftest import PASSWORD
 from tests.test_console_actions import everything
 from tests.test_retention import (  # noqa: F401  (retention_graphs: an autouse fixture)

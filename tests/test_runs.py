@@ -1,4 +1,4 @@
-"""The run engine's operations (durable.runs), executed by the session's real worker."""
+"""The run engine's operations (durable.engine), executed by the session's real worker."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from durable import runs, runsql
+from durable import engine
+from durable.engine import records as runsql
 from durable.models import (
     Checkpoint,
     CheckpointBlob,
@@ -28,7 +29,7 @@ REJECT = {"decisions": [{"type": "reject", "message": "Not this time"}]}
 
 
 def interrupted_expense() -> tuple[Thread, Run]:
-    run = finished(runs.start("expense_approval", EXPENSE))
+    run = finished(engine.start("expense_approval", EXPENSE))
     assert run.status == Run.Status.INTERRUPTED
     return Thread.objects.get(pk=run.thread_id), run
 
@@ -58,7 +59,7 @@ def lifecycle(run: Run) -> list[dict]:
 def probe(directory, **options) -> Run:
     """A probe run (tests/graphs.py): its ``slow`` node holds the first super-step open
     until ``release(directory)``."""
-    return runs.start("probe", {"dir": str(directory), "log": []}, **options)
+    return engine.start("probe", {"dir": str(directory), "log": []}, **options)
 
 
 def slow_started(run: Run, directory) -> None:
@@ -88,8 +89,8 @@ def draining(run: Run, reason: str) -> None:
 def test_a_run_records_its_lifecycle_and_each_stream_chunk_as_numbered_events(worker):
     user = User.objects.create_user("grace")
     thread, run = interrupted_expense()
-    asked_at = runs.thread_state(thread).config["configurable"]["checkpoint_id"]
-    resumed = finished(runs.resume(thread, APPROVE, requested_by=user, metadata={"ticket": 7}))
+    asked_at = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
+    resumed = finished(engine.resume(thread, APPROVE, requested_by=user, metadata={"ticket": 7}))
 
     assert resumed.status == Run.Status.SUCCESS
     assert resumed.requested_by == "grace"
@@ -158,7 +159,7 @@ def test_only_the_attempt_that_holds_a_run_writes_its_events(worker, tmp_path):
 
 @pytest.mark.parametrize(("durability", "checkpoints"), [("async", 3), ("exit", 1)])
 def test_durability_is_chosen_per_run(worker, durability, checkpoints):
-    run = finished(runs.start("expense_approval", EXPENSE, durability=durability))
+    run = finished(engine.start("expense_approval", EXPENSE, durability=durability))
     assert run.durability == durability
     assert run.status == Run.Status.INTERRUPTED
     thread = Thread.objects.get(pk=run.thread_id)
@@ -168,7 +169,7 @@ def test_durability_is_chosen_per_run(worker, durability, checkpoints):
 
 def test_an_error_records_the_exception_and_the_node(worker):
     thread, _ = interrupted_expense()
-    failed = finished(runs.resume(thread, {"decisions": []}))
+    failed = finished(engine.resume(thread, {"decisions": []}))
     assert failed.status == Run.Status.ERROR
     assert (failed.error_type, failed.error_node) == ("IndexError", "request_approval")
     assert lifecycle(failed)[-1] == {
@@ -183,10 +184,10 @@ def test_an_error_records_the_exception_and_the_node(worker):
 
 def test_fork_with_as_node_runs_a_new_branch_and_keeps_the_old_one(worker):
     thread, run = interrupted_expense()
-    asked = runs.thread_state(thread)
+    asked = engine.thread_state(thread)
     at = asked.config["configurable"]["checkpoint_id"]
 
-    result = runs.fork(thread, at, {"amount": 99.0}, as_node="validate", run=True)
+    result = engine.fork(thread, at, {"amount": 99.0}, as_node="validate", run=True)
 
     forked = finished(result.run)
     assert (forked.kind, forked.status) == (Run.Kind.FORK, Run.Status.INTERRUPTED)
@@ -196,23 +197,23 @@ def test_fork_with_as_node_runs_a_new_branch_and_keeps_the_old_one(worker):
     # Counting as "validate", the update sent the graph to the approval again.
     [again] = forked.interrupts
     assert again["value"]["action_requests"][0]["args"]["amount"] == 99.0
-    fork_point = runs.state_at(thread, result.checkpoint_id)
+    fork_point = engine.state_at(thread, result.checkpoint_id)
     assert fork_point.metadata["source"] == "update"
     assert fork_point.parent_config["configurable"]["checkpoint_id"] == at
     # History is not edited: the old checkpoint still holds the old claim.
-    assert runs.state_at(thread, at).values["amount"] == EXPENSE["amount"]
+    assert engine.state_at(thread, at).values["amount"] == EXPENSE["amount"]
 
 
 def test_fork_without_a_run_only_writes_the_checkpoint(worker):
     thread, _ = interrupted_expense()
-    at = runs.thread_state(thread).config["configurable"]["checkpoint_id"]
+    at = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
     before = Run.objects.count()
 
-    result = runs.fork(thread, at, None, as_node="__end__")
+    result = engine.fork(thread, at, None, as_node="__end__")
 
     assert result.run is None
     assert Run.objects.count() == before
-    latest = runs.thread_state(thread)
+    latest = engine.thread_state(thread)
     assert latest.config["configurable"]["checkpoint_id"] == result.checkpoint_id
     assert latest.next == ()  # "__end__" with no values clears the next tasks
     thread.refresh_from_db()
@@ -224,18 +225,18 @@ def test_fork_after_parallel_nodes_needs_as_node(worker, tmp_path):
     run = finished(probe(tmp_path))
     thread = Thread.objects.get(pk=run.thread_id)
     # The checkpoint after the super-step where "fast" and "slow" both wrote.
-    [joined] = [s for s in runs.thread_history(thread) if s.next == ("after",)]
+    [joined] = [s for s in engine.thread_history(thread) if s.next == ("after",)]
     at = joined.config["configurable"]["checkpoint_id"]
     before = everything()
 
-    with pytest.raises(runs.InvalidRequest) as refused:
-        runs.fork(thread, at, {"log": ["edited"]})
+    with pytest.raises(engine.InvalidRequest) as refused:
+        engine.fork(thread, at, {"log": ["edited"]})
 
     assert refused.value.field == "as_node"
     assert "name one with as_node" in refused.value.message
     assert everything() == before
-    result = runs.fork(thread, at, {"log": ["edited"]}, as_node="slow")
-    assert runs.state_at(thread, result.checkpoint_id).values["log"] == [
+    result = engine.fork(thread, at, {"log": ["edited"]}, as_node="slow")
+    assert engine.state_at(thread, result.checkpoint_id).values["log"] == [
         "fast",
         "slow",
         "edited",
@@ -244,42 +245,44 @@ def test_fork_after_parallel_nodes_needs_as_node(worker, tmp_path):
 
 def test_replay_runs_again_from_a_past_checkpoint_and_interrupts_fire_again(worker):
     thread, first = interrupted_expense()
-    finished(runs.resume(thread, APPROVE))
-    start = runs.thread_history(thread)[-1]  # the input checkpoint
+    finished(engine.resume(thread, APPROVE))
+    start = engine.thread_history(thread)[-1]  # the input checkpoint
     assert start.metadata["source"] == "input"
 
-    replayed = finished(runs.replay(thread, start.config["configurable"]["checkpoint_id"]))
+    replayed = finished(engine.replay(thread, start.config["configurable"]["checkpoint_id"]))
 
     assert (replayed.kind, replayed.status) == (Run.Kind.REPLAY, Run.Status.INTERRUPTED)
     [fired] = replayed.interrupts
     assert fired["id"] != first.interrupts[0]["id"]
-    assert runs.thread_state(thread).values.get("status") == "validated"
+    assert engine.thread_state(thread).values.get("status") == "validated"
 
 
 def test_answer_again_branches_at_the_interrupt_and_keeps_the_paid_branch(worker):
     thread, first = interrupted_expense()
-    paid = finished(runs.resume(thread, APPROVE))
-    paid_at = runs.thread_state(thread).config["configurable"]["checkpoint_id"]
+    paid = finished(engine.resume(thread, APPROVE))
+    paid_at = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
     asked_at = paid.checkpoint_id
 
-    again = finished(runs.answer_again(thread, asked_at, REJECT))
+    again = finished(engine.answer_again(thread, asked_at, REJECT))
 
     assert (again.kind, again.status) == (Run.Kind.RESUME, Run.Status.SUCCESS)
     assert again.forked_from == asked_at
-    assert runs.thread_state(thread).values["status"] == "rejected"
-    assert runs.state_at(thread, paid_at).values["status"] == "paid"
-    assert runs.state_at(thread, asked_at).interrupts[0].id == first.interrupts[0]["id"]
+    assert engine.thread_state(thread).values["status"] == "rejected"
+    assert engine.state_at(thread, paid_at).values["status"] == "paid"
+    assert engine.state_at(thread, asked_at).interrupts[0].id == first.interrupts[0]["id"]
 
 
 def test_answer_again_by_interrupt_id_with_parallel_interrupts(worker):
-    run = finished(runs.start("parallel_review", {"document": "NDA"}))
+    run = finished(engine.start("parallel_review", {"document": "NDA"}))
     thread = Thread.objects.get(pk=run.thread_id)
     ids = {i["value"]["reviewer"]: i["id"] for i in run.interrupts}
-    approved = finished(runs.resume(thread, answers={i: {"approved": True} for i in ids.values()}))
-    assert runs.thread_state(thread).values["verdict"] == "approved"
+    approved = finished(
+        engine.resume(thread, answers={i: {"approved": True} for i in ids.values()})
+    )
+    assert engine.thread_state(thread).values["verdict"] == "approved"
 
     again = finished(
-        runs.answer_again(
+        engine.answer_again(
             thread,
             approved.checkpoint_id,
             answers={ids["legal"]: {"approved": True}, ids["finance"]: {"approved": False}},
@@ -287,7 +290,7 @@ def test_answer_again_by_interrupt_id_with_parallel_interrupts(worker):
     )
 
     assert again.status == Run.Status.SUCCESS
-    values = runs.thread_state(thread).values
+    values = engine.thread_state(thread).values
     assert values["verdict"] == "changes requested"
     assert sorted((r["reviewer"], r["approved"]) for r in values["reviews"]) == [
         ("finance", False),
@@ -296,18 +299,20 @@ def test_answer_again_by_interrupt_id_with_parallel_interrupts(worker):
 
 
 def test_interrupts_inside_subgraphs_stop_the_run_and_are_answered_by_id(worker):
-    run = finished(runs.start("nested", {"answers": []}))
+    run = finished(engine.start("nested", {"answers": []}))
     assert run.status == Run.Status.INTERRUPTED
     thread = Thread.objects.get(pk=run.thread_id)
     # The run's interrupts are those waiting on the thread, in the same order.
-    assert [i["id"] for i in run.interrupts] == [i.id for i in runs.pending_interrupts(thread)]
+    assert [i["id"] for i in run.interrupts] == [i.id for i in engine.pending_interrupts(thread)]
     asked = {i["value"]["question"]: i["id"] for i in run.interrupts}
     assert sorted(asked) == ["left?", "right?"]
 
-    resumed = finished(runs.resume(thread, answers={asked["left?"]: "yes", asked["right?"]: "no"}))
+    resumed = finished(
+        engine.resume(thread, answers={asked["left?"]: "yes", asked["right?"]: "no"})
+    )
 
     assert (resumed.status, resumed.interrupts) == (Run.Status.SUCCESS, [])
-    assert sorted(runs.thread_state(thread).values["answers"]) == ["left: yes", "right: no"]
+    assert sorted(engine.thread_state(thread).values["answers"]) == ["left: yes", "right: no"]
 
 
 # -- refused requests change nothing ------------------------------------------------------
@@ -316,42 +321,45 @@ def test_interrupts_inside_subgraphs_stop_the_run_and_are_answered_by_id(worker)
 def test_bad_requests_name_the_field_and_change_nothing(worker):
     thread, run = interrupted_expense()
     other, _ = interrupted_expense()
-    at = runs.thread_state(thread).config["configurable"]["checkpoint_id"]
-    elsewhere = runs.thread_state(other).config["configurable"]["checkpoint_id"]
-    first = runs.thread_history(thread)[-1].config["configurable"]["checkpoint_id"]
+    at = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
+    elsewhere = engine.thread_state(other).config["configurable"]["checkpoint_id"]
+    first = engine.thread_history(thread)[-1].config["configurable"]["checkpoint_id"]
     pending_id = run.interrupts[0]["id"]
     cases = [
-        ("as_node", lambda: runs.fork(thread, at, {"amount": 1}, as_node="approve_all")),
-        ("as_node", lambda: runs.fork(thread, at, {"amount": 1}, as_node=7)),
-        ("values", lambda: runs.fork(thread, at, {"salary": 1}, as_node="validate")),
-        ("values", lambda: runs.fork(thread, at, ["amount"], as_node="validate")),
-        ("values", lambda: runs.fork(thread, at, {"amount": 1}, as_node="__copy__")),
-        ("values", lambda: runs.fork(thread, at, {"amount": 1}, as_node="__end__")),
-        ("values", lambda: runs.fork(thread, at, {"status": "paid"}, as_node="__input__")),
-        ("values", lambda: runs.fork(thread, at, {"amount": float("nan")}, as_node="validate")),
-        ("checkpoint_id", lambda: runs.fork(thread, elsewhere, {"amount": 1}, as_node="validate")),
-        ("checkpoint_id", lambda: runs.fork(thread, "no-such-checkpoint", None)),
-        ("checkpoint_id", lambda: runs.replay(thread, elsewhere)),
-        ("checkpoint_id", lambda: runs.state_at(thread, "x" * 500)),
-        ("checkpoint_id", lambda: runs.answer_again(thread, first, APPROVE)),
-        ("answers", lambda: runs.answer_again(thread, at, answers={"0" * 32: APPROVE})),
-        ("answers", lambda: runs.resume(thread, answers={"not-an-interrupt": 1})),
-        ("answers", lambda: runs.resume(thread, answers={pending_id: float("inf")})),
-        ("durability", lambda: runs.resume(thread, APPROVE, durability="fast")),
-        ("multitask_strategy", lambda: runs.resume(thread, APPROVE, multitask_strategy="x")),
-        ("metadata", lambda: runs.resume(thread, APPROVE, metadata=["not", "an", "object"])),
-        ("requested_by", lambda: runs.resume(thread, APPROVE, requested_by="x" * 151)),
-        ("requested_by", lambda: runs.resume(thread, APPROVE, requested_by=42)),
-        ("graph", lambda: runs.start("no_such_graph", {})),
-        ("graph", lambda: runs.start("parallel_review", {}, thread_id=thread.thread_id)),
-        ("thread", lambda: runs.start("expense_approval", EXPENSE, thread_id="t" * 256)),
-        ("input", lambda: runs.start("expense_approval", {"payment": {"amount": 1}})),
-        ("run", lambda: runs.cancel(run)),
-        ("thread", lambda: runs.create_thread("expense_approval", thread_id=thread.thread_id)),
+        ("as_node", lambda: engine.fork(thread, at, {"amount": 1}, as_node="approve_all")),
+        ("as_node", lambda: engine.fork(thread, at, {"amount": 1}, as_node=7)),
+        ("values", lambda: engine.fork(thread, at, {"salary": 1}, as_node="validate")),
+        ("values", lambda: engine.fork(thread, at, ["amount"], as_node="validate")),
+        ("values", lambda: engine.fork(thread, at, {"amount": 1}, as_node="__copy__")),
+        ("values", lambda: engine.fork(thread, at, {"amount": 1}, as_node="__end__")),
+        ("values", lambda: engine.fork(thread, at, {"status": "paid"}, as_node="__input__")),
+        ("values", lambda: engine.fork(thread, at, {"amount": float("nan")}, as_node="validate")),
+        (
+            "checkpoint_id",
+            lambda: engine.fork(thread, elsewhere, {"amount": 1}, as_node="validate"),
+        ),
+        ("checkpoint_id", lambda: engine.fork(thread, "no-such-checkpoint", None)),
+        ("checkpoint_id", lambda: engine.replay(thread, elsewhere)),
+        ("checkpoint_id", lambda: engine.state_at(thread, "x" * 500)),
+        ("checkpoint_id", lambda: engine.answer_again(thread, first, APPROVE)),
+        ("answers", lambda: engine.answer_again(thread, at, answers={"0" * 32: APPROVE})),
+        ("answers", lambda: engine.resume(thread, answers={"not-an-interrupt": 1})),
+        ("answers", lambda: engine.resume(thread, answers={pending_id: float("inf")})),
+        ("durability", lambda: engine.resume(thread, APPROVE, durability="fast")),
+        ("multitask_strategy", lambda: engine.resume(thread, APPROVE, multitask_strategy="x")),
+        ("metadata", lambda: engine.resume(thread, APPROVE, metadata=["not", "an", "object"])),
+        ("requested_by", lambda: engine.resume(thread, APPROVE, requested_by="x" * 151)),
+        ("requested_by", lambda: engine.resume(thread, APPROVE, requested_by=42)),
+        ("graph", lambda: engine.start("no_such_graph", {})),
+        ("graph", lambda: engine.start("parallel_review", {}, thread_id=thread.thread_id)),
+        ("thread", lambda: engine.start("expense_approval", EXPENSE, thread_id="t" * 256)),
+        ("input", lambda: engine.start("expense_approval", {"payment": {"amount": 1}})),
+        ("run", lambda: engine.cancel(run)),
+        ("thread", lambda: engine.create_thread("expense_approval", thread_id=thread.thread_id)),
     ]
     before = everything()
     for field, request in cases:
-        with pytest.raises(runs.InvalidRequest) as refused:
+        with pytest.raises(engine.InvalidRequest) as refused:
             request()
         assert refused.value.field == field, (field, refused.value.message)
         assert refused.value.message
@@ -360,10 +368,10 @@ def test_bad_requests_name_the_field_and_change_nothing(worker):
 
 def test_resume_with_nothing_pending_is_refused(worker):
     thread, _ = interrupted_expense()
-    finished(runs.resume(thread, APPROVE))
+    finished(engine.resume(thread, APPROVE))
     before = everything()
-    with pytest.raises(runs.InvalidRequest) as refused:
-        runs.resume(thread, APPROVE)
+    with pytest.raises(engine.InvalidRequest) as refused:
+        engine.resume(thread, APPROVE)
     assert refused.value.field == "resume"
     assert "no pending interrupt" in refused.value.message
     assert everything() == before
@@ -376,23 +384,23 @@ def test_reject_refuses_a_second_run_and_forks_wait_for_the_active_one(worker, t
     first = probe(tmp_path)
     slow_started(first, tmp_path)
     thread = Thread.objects.get(pk=first.thread_id)
-    at = runs.thread_history(thread)[-1].config["configurable"]["checkpoint_id"]
+    at = engine.thread_history(thread)[-1].config["configurable"]["checkpoint_id"]
     before = everything(running=first)
     for field, request in [
         ("thread", lambda: probe(tmp_path, thread_id=thread.thread_id)),
-        ("thread", lambda: runs.replay(thread, at)),
+        ("thread", lambda: engine.replay(thread, at)),
         # A fork would become the thread's newest checkpoint, where the run would go on
         # from if its worker died.
-        ("thread", lambda: runs.fork(thread, at, {"log": ["x"]}, as_node="fast")),
-        ("thread", lambda: runs.fork(thread, at, None, as_node="__copy__", run=True)),
+        ("thread", lambda: engine.fork(thread, at, {"log": ["x"]}, as_node="fast")),
+        ("thread", lambda: engine.fork(thread, at, None, as_node="__copy__", run=True)),
         # A rollback cannot start from a checkpoint it deletes.
-        ("multitask_strategy", lambda: runs.replay(thread, at, multitask_strategy="rollback")),
+        ("multitask_strategy", lambda: engine.replay(thread, at, multitask_strategy="rollback")),
     ]:
-        with pytest.raises(runs.InvalidRequest) as refused:
+        with pytest.raises(engine.InvalidRequest) as refused:
             request()
         assert refused.value.field == field, refused.value.message
         assert everything(running=first) == before
-    with pytest.raises(runs.InvalidRequest, match="pass multitask_strategy enqueue"):
+    with pytest.raises(engine.InvalidRequest, match="pass multitask_strategy enqueue"):
         probe(tmp_path, thread_id=thread.thread_id)
     release(tmp_path)
     assert finished(first).status == Run.Status.SUCCESS
@@ -451,7 +459,7 @@ def test_rollback_deletes_the_active_run_and_its_checkpoints(worker, tmp_path):
         thread_id=thread.thread_id, metadata__run_id=str(first.pk)
     ).exists()
     # Only the second run's work is in the thread's state.
-    assert runs.thread_state(thread).values["log"] == ["fast", "slow", "after"]
+    assert engine.thread_state(thread).values["log"] == ["fast", "slow", "after"]
 
 
 # -- cancel, timeout, hard stop -------------------------------------------------------------
@@ -463,7 +471,7 @@ def test_cancelling_a_pending_run_means_it_never_runs(worker, tmp_path):
     thread_id = Thread.objects.get(pk=first.thread_id).thread_id
     queued = probe(tmp_path, thread_id=thread_id, multitask_strategy="enqueue")
 
-    cancelled = runs.cancel(queued, requested_by="ops")
+    cancelled = engine.cancel(queued, requested_by="ops")
 
     assert cancelled.status == Run.Status.CANCELLED
     assert cancelled.stop_detail == "cancelled by ops"
@@ -478,7 +486,7 @@ def test_cancelling_a_running_run_stops_it_at_the_next_super_step(worker, tmp_pa
     run = probe(tmp_path)
     slow_started(run, tmp_path)
 
-    asked = runs.cancel(run, requested_by="ops")
+    asked = engine.cancel(run, requested_by="ops")
 
     assert (asked.status, asked.stop_requested) == (Run.Status.RUNNING, Run.Stop.CANCEL)
     draining(run, "cancel")
@@ -489,12 +497,12 @@ def test_cancelling_a_running_run_stops_it_at_the_next_super_step(worker, tmp_pa
     thread = Thread.objects.get(pk=run.thread_id)
     assert thread.status == Thread.Status.IDLE
     # Its super-step was kept: the thread goes on from there.
-    latest = runs.thread_state(thread)
+    latest = engine.thread_state(thread)
     assert latest.next == ("after",)
-    resumed = finished(runs.replay(thread, latest.config["configurable"]["checkpoint_id"]))
+    resumed = finished(engine.replay(thread, latest.config["configurable"]["checkpoint_id"]))
     assert resumed.status == Run.Status.SUCCESS
     assert (runs_of(tmp_path, "fast"), runs_of(tmp_path, "slow")) == (1, 1)
-    assert runs.thread_state(thread).values["log"] == ["fast", "slow", "after"]
+    assert engine.thread_state(thread).values["log"] == ["fast", "slow", "after"]
 
 
 def test_a_run_over_its_time_limit_ends_timeout(worker, tmp_path, settings):
@@ -512,20 +520,20 @@ def test_a_run_over_its_time_limit_ends_timeout(worker, tmp_path, settings):
 def test_a_run_that_does_not_reach_a_boundary_is_stopped_hard(worker, tmp_path):
     run = probe(tmp_path)
     slow_started(run, tmp_path)
-    runs.cancel(run)
+    engine.cancel(run)
     # "slow" is never released: after the grace period its pool process is killed,
     # and the reaper ends the run as the cancel asked.
     run = finished(run)
     assert run.status == Run.Status.CANCELLED
     assert any("killed process" in e.get("detail", "") for e in lifecycle(run))
     # The worker replaced its pool process and goes on working.
-    assert finished(runs.start("expense_approval", EXPENSE)).status == Run.Status.INTERRUPTED
+    assert finished(engine.start("expense_approval", EXPENSE)).status == Run.Status.INTERRUPTED
 
 
 def test_a_pending_run_whose_message_was_lost_is_sent_again(worker):
     """A run row with no message on its way (a broker that lost it): the reaper sends it
     again once DURABLE_REDISPATCH_SECONDS have passed."""
-    thread = runs.create_thread("expense_approval")
+    thread = engine.create_thread("expense_approval")
     lost = Run.objects.create(thread=thread, graph=thread.graph, kind=Run.Kind.START, input=EXPENSE)
     assert finished(lost).status == Run.Status.INTERRUPTED
 
@@ -535,11 +543,11 @@ def test_a_pending_run_whose_message_was_lost_is_sent_again(worker):
 
 def test_delete_thread_leaves_no_checkpoint_write_blob_run_or_event(worker):
     thread, _ = interrupted_expense()
-    finished(runs.resume(thread, APPROVE))
+    finished(engine.resume(thread, APPROVE))
     keep, _ = interrupted_expense()
     kept = everything()
 
-    runs.delete_thread(thread)
+    engine.delete_thread(thread)
 
     assert not Thread.objects.filter(pk=thread.pk).exists()
     for model in (Checkpoint, CheckpointBlob, CheckpointWrite):
@@ -554,8 +562,8 @@ def test_a_thread_with_a_running_run_is_not_deleted(worker, tmp_path):
     run = probe(tmp_path)
     slow_started(run, tmp_path)
     thread = Thread.objects.get(pk=run.thread_id)
-    with pytest.raises(runs.InvalidRequest) as refused:
-        runs.delete_thread(thread)
+    with pytest.raises(engine.InvalidRequest) as refused:
+        engine.delete_thread(thread)
     assert refused.value.field == "thread"
     release(tmp_path)
     finished(run)

@@ -1,4 +1,4 @@
-"""The run engine's statements (durable.runsql) against the real database, on runs no
+"""The run engine's statements (durable.engine.records) against the real database, on runs no
 worker gets a message for: each test plays the worker itself."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from durable import runsql
+from durable.engine import records as runsql
 from durable.models import Run, RunEvent, Tenant, Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

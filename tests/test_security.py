@@ -16,8 +16,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from durable.api import api
 from durable.models import Role, Run, RunEvent, Tenant
-from durable.scoped_store import ScopedStore
-from durable.store import DjangoStore
+from durable.persistence.store import DjangoStore, ScopedStore
 from durable.tenancy import create_token
 from tests.conftest import member
 from tests.test_console_actions import at_interrupt, everything, head

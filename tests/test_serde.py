@@ -21,8 +21,8 @@ from langgraph.graph import StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from durable.checkpoint import DjangoSaver
 from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite
+from durable.persistence.checkpoint import DjangoSaver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -28,7 +28,7 @@ from langgraph.store.base import (
 from langgraph.store.memory import InMemoryStore
 
 from durable.models import StoreItem
-from durable.store import DjangoStore
+from durable.persistence.store import DjangoStore
 from tests.conftest import PGVECTOR_ALIAS
 
 pytestmark = pytest.mark.django_db(transaction=True)

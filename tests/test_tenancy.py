@@ -1,6 +1,6 @@
 """Tenants, roles, API tokens and the audit trail.
 
-Threads made by ``durable.runs`` without a tenant belong to the default tenant, where
+Threads made by ``durable.engine`` without a tenant belong to the default tenant, where
 the ``operator`` fixture is an operator; ``globex`` is another tenant, whose operator
 ``mallory`` must never see them.
 """
@@ -20,7 +20,7 @@ from django.urls import reverse
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError
 
-from durable import runs
+from durable import engine
 from durable.models import ApiToken, AuditEvent, Role, Run, Tenant, Thread
 from durable.tenancy import create_token, revoke
 from tests.conftest import PASSWORD, member
@@ -121,7 +121,7 @@ def test_a_member_of_two_tenants_switches_between_them(globex):
     from durable.models import Membership
 
     Membership.objects.create(user=ann, tenant=globex, role=Role.VIEWER)
-    runs.create_thread("expense_approval", thread_id="in-globex", tenant=globex)
+    engine.create_thread("expense_approval", thread_id="in-globex", tenant=globex)
     ann_client = logged_in(ann)
     first = ann_client.get(reverse("threads")).content.decode()
     assert "in-default" in first and "in-globex" not in first
@@ -137,7 +137,7 @@ def test_a_member_of_two_tenants_switches_between_them(globex):
 def test_a_staff_auditor_reads_every_tenant_and_changes_nothing(globex):
     from django.contrib.auth.models import Permission
 
-    theirs = runs.create_thread("expense_approval", thread_id="globex-thread", tenant=globex)
+    theirs = engine.create_thread("expense_approval", thread_id="globex-thread", tenant=globex)
     auditor = member("audrey", role=Role.VIEWER)
     auditor.user_permissions.add(Permission.objects.get(codename="audit_all_tenants"))
     audrey = logged_in(auditor)
@@ -227,7 +227,7 @@ def test_operator_actions_are_audited_with_actor_reason_and_checkpoints(client, 
     client.post(reverse("cancel-run", args=[run.pk]))
     cancel = AuditEvent.objects.get(action=AuditEvent.Action.CANCEL)
     assert (cancel.actor, cancel.run_id) == ("operator", run.pk)
-    runs.delete_thread(Thread.objects.get(pk=thread.pk), requested_by="script", reason="cleanup")
+    engine.delete_thread(Thread.objects.get(pk=thread.pk), requested_by="script", reason="cleanup")
     deleted = AuditEvent.objects.get(action=AuditEvent.Action.DELETE)
     assert (deleted.actor, deleted.reason, deleted.thread_name) == (
         "script",
@@ -254,14 +254,14 @@ def test_audit_events_cannot_be_changed_or_deleted():
 
 def runs_audit_event() -> AuditEvent:
     thread = at_interrupt()
-    runs.replay(thread, head(thread), metadata={"reason": "because"}, requested_by="ann")
+    engine.replay(thread, head(thread), metadata={"reason": "because"}, requested_by="ann")
     return AuditEvent.objects.get(action=AuditEvent.Action.REPLAY)
 
 
 def test_the_audit_page_filters_and_exports_csv_of_its_tenant_only(client, globex):
     runs_audit_event()
-    theirs = runs.create_thread("expense_approval", tenant=globex)
-    runs.delete_thread(theirs, requested_by="=HYPERLINK(evil)", reason="theirs")
+    theirs = engine.create_thread("expense_approval", tenant=globex)
+    engine.delete_thread(theirs, requested_by="=HYPERLINK(evil)", reason="theirs")
     page = client.get(reverse("audit") + "?action=replay").content.decode()
     assert "because" in page and "theirs" not in page
     assert (
@@ -290,8 +290,7 @@ def test_logins_are_audited():
 
 
 def test_the_store_browser_shows_only_the_tenants_namespaces(client, globex):
-    from durable.scoped_store import ScopedStore
-    from durable.store import DjangoStore
+    from durable.persistence.store import DjangoStore, ScopedStore
 
     ScopedStore(DjangoStore(), ("default",)).put(("notes",), "ours", {"text": "ours"})
     ScopedStore(DjangoStore(), ("globex",)).put(("secrets",), "theirs", {"text": "theirs"})
@@ -363,11 +362,10 @@ def test_bootstrap_makes_the_first_admin_once(settings, tmp_path, monkeypatch):
 def test_a_tenant_admin_manages_only_their_tenants_rows_in_the_django_admin(globex):
     from django.contrib.auth.models import Permission
 
-    from durable.scoped_store import ScopedStore
-    from durable.store import DjangoStore
+    from durable.persistence.store import DjangoStore, ScopedStore
 
     ours = at_interrupt()  # the default tenant's
-    theirs = runs.create_thread("expense_approval", thread_id="globex-1", tenant=globex)
+    theirs = engine.create_thread("expense_approval", thread_id="globex-1", tenant=globex)
     ScopedStore(DjangoStore(), ("default",)).put(("users",), "1", {"secret": "default's"})
     ScopedStore(DjangoStore(), ("globex",)).put(("users",), "1", {"secret": "globex's"})
     create_token(Tenant.default(), "default-token")
@@ -403,7 +401,7 @@ def test_a_tenant_admin_manages_only_their_tenants_rows_in_the_django_admin(glob
 def test_a_forks_run_and_values_and_a_close_are_in_the_audit(client):
     thread = at_interrupt()
     at = head(thread)
-    forked = runs.fork(
+    forked = engine.fork(
         thread, at, {"amount": 99}, as_node="validate", run=True, metadata={"reason": "r"}
     )
     fork = AuditEvent.objects.get(action=AuditEvent.Action.FORK)

@@ -9,9 +9,9 @@ import time
 import pytest
 from django.db import connection
 
-from durable import runs
+from durable import engine
+from durable.engine.tasks import execute_run
 from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite, Run, Thread
-from durable.tasks import execute_run
 from tests.conftest import WORKER_APPLICATION_NAME, pg_connections, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -29,7 +29,7 @@ def finished(run: Run, timeout: float = 60) -> Run:
 
 
 def test_expense_approval_interrupts_then_pays_after_approval(worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
+    run = finished(engine.start("expense_approval", EXPENSE))
     assert run.status == Run.Status.INTERRUPTED
     [pending] = run.interrupts
     assert pending["value"]["action_requests"][0]["name"] == "pay_expense"
@@ -40,20 +40,20 @@ def test_expense_approval_interrupts_then_pays_after_approval(worker):
     ]
     thread = Thread.objects.get(pk=run.thread_id)
     assert thread.status == Thread.Status.INTERRUPTED
-    assert [i.id for i in runs.pending_interrupts(thread)] == [pending["id"]]
+    assert [i.id for i in engine.pending_interrupts(thread)] == [pending["id"]]
 
-    resumed = finished(runs.resume(thread, {"decisions": [{"type": "approve"}]}))
+    resumed = finished(engine.resume(thread, {"decisions": [{"type": "approve"}]}))
 
     assert resumed.status == Run.Status.SUCCESS
     thread.refresh_from_db()
     assert thread.status == Thread.Status.IDLE
-    values = runs.thread_state(thread).values
+    values = engine.thread_state(thread).values
     assert values["status"] == "paid"
     assert values["payment"]["payee"] == "Grace Hopper"
     assert values["payment"]["amount"] == 42.5
     # Every super-step landed in our tables, stamped with the run that wrote it.
     rows = Checkpoint.objects.filter(thread_id=thread.thread_id)
-    history = runs.thread_history(thread)
+    history = engine.thread_history(thread)
     assert rows.count() == len(history)
     # input, validate, request_approval (interrupted); then the resume: pay, the end.
     assert [s.metadata["step"] for s in reversed(history)] == [-1, 0, 1, 2, 3]
@@ -68,27 +68,27 @@ def test_expense_approval_interrupts_then_pays_after_approval(worker):
 
 
 def test_rejection_takes_the_reject_branch(worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
+    run = finished(engine.start("expense_approval", EXPENSE))
     thread = Thread.objects.get(pk=run.thread_id)
     decision = {"type": "reject", "message": "Not a business expense"}
-    finished(runs.resume(thread, {"decisions": [decision]}))
-    values = runs.thread_state(thread).values
+    finished(engine.resume(thread, {"decisions": [decision]}))
+    values = engine.thread_state(thread).values
     assert values["status"] == "rejected"
     assert values["decision"] == decision
     assert "payment" not in values
 
 
 def test_parallel_reviews_are_answered_together_by_interrupt_id(worker):
-    run = finished(runs.start("parallel_review", {"document": "NDA"}))
+    run = finished(engine.start("parallel_review", {"document": "NDA"}))
     assert run.status == Run.Status.INTERRUPTED
     by_reviewer = {i["value"]["reviewer"]: i["id"] for i in run.interrupts}
     assert set(by_reviewer) == {"legal", "finance"}
     thread = Thread.objects.get(pk=run.thread_id)
     # In the order the thread lists them (that of their tasks), whichever ended first.
-    assert [i["id"] for i in run.interrupts] == [i.id for i in runs.pending_interrupts(thread)]
+    assert [i["id"] for i in run.interrupts] == [i.id for i in engine.pending_interrupts(thread)]
 
     resumed = finished(
-        runs.resume(
+        engine.resume(
             thread,
             answers={
                 by_reviewer["legal"]: {"approved": True},
@@ -98,7 +98,7 @@ def test_parallel_reviews_are_answered_together_by_interrupt_id(worker):
     )
 
     assert resumed.status == Run.Status.SUCCESS
-    values = runs.thread_state(thread).values
+    values = engine.thread_state(thread).values
     assert values["verdict"] == "changes requested"
     assert sorted((r["reviewer"], r["approved"]) for r in values["reviews"]) == [
         ("finance", False),
@@ -107,11 +107,11 @@ def test_parallel_reviews_are_answered_together_by_interrupt_id(worker):
 
 
 def test_a_failing_node_records_the_error_and_keeps_the_thread(worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
+    run = finished(engine.start("expense_approval", EXPENSE))
     thread = Thread.objects.get(pk=run.thread_id)
-    before = runs.thread_state(thread)
+    before = engine.thread_state(thread)
     # An answer the node cannot read: request_approval indexes decisions[0].
-    failed = finished(runs.resume(thread, {"decisions": []}))
+    failed = finished(engine.resume(thread, {"decisions": []}))
     assert failed.status == Run.Status.ERROR
     assert failed.error_type == "IndexError"
     assert "list index out of range" in failed.error_message
@@ -119,7 +119,7 @@ def test_a_failing_node_records_the_error_and_keeps_the_thread(worker):
     assert thread.status == Thread.Status.ERROR
     # Nothing is lost: the thread still stands at the interrupted checkpoint, with its
     # values, its next node and its interrupt, and the task carries the error.
-    after = runs.thread_state(thread)
+    after = engine.thread_state(thread)
     assert after.config == before.config
     assert after.values == before.values
     assert after.next == ("request_approval",)
@@ -129,9 +129,9 @@ def test_a_failing_node_records_the_error_and_keeps_the_thread(worker):
 
 
 def test_unchanged_channels_are_not_copied_into_new_blobs(worker):
-    run = finished(runs.start("expense_approval", EXPENSE))
+    run = finished(engine.start("expense_approval", EXPENSE))
     thread = Thread.objects.get(pk=run.thread_id)
-    finished(runs.resume(thread, {"decisions": [{"type": "approve"}]}))
+    finished(engine.resume(thread, {"decisions": [{"type": "approve"}]}))
     blobs = CheckpointBlob.objects.filter(thread_id=thread.thread_id)
     # One row per (channel, version): no channel has two rows at one version, and the
     # "problems" list, written once by validate, has exactly one blob.
@@ -157,9 +157,9 @@ def test_runs_leave_no_database_connection_open(worker):
     sampler.start()
     try:
         for _ in range(3):
-            run = finished(runs.start("expense_approval", EXPENSE))
+            run = finished(engine.start("expense_approval", EXPENSE))
             thread = Thread.objects.get(pk=run.thread_id)
-            finished(runs.resume(thread, {"decisions": [{"type": "approve"}]}))
+            finished(engine.resume(thread, {"decisions": [{"type": "approve"}]}))
     finally:
         stop.set()
         sampler.join()
@@ -174,7 +174,7 @@ def test_runs_leave_no_database_connection_open(worker):
 def test_broker_survives_a_thousand_quick_enqueues(worker):
     """kombu's filesystem transport can crash a worker that reads a half-written message
     (kombu#1551); the broker in use must deliver every one of 1,000 quick enqueues."""
-    done = finished(runs.start("expense_approval", EXPENSE))
+    done = finished(engine.start("expense_approval", EXPENSE))
     log_offset = len(worker.log())
     started = time.monotonic()
     ids = {execute_run.delay(done.pk).id for _ in range(1000)}

@@ -2,7 +2,7 @@
 
 Both take a required reason. It is kept as ``metadata={"reason": ...}``: on the Run
 (``Run.metadata``) and on the checkpoints it writes, and, for a fork, on the fork's own
-checkpoint even when it does not run (``durable.runs.fork``). The audit trail (issue 6)
+checkpoint even when it does not run (``durable.engine.fork``). The audit trail (issue 6)
 reads it from there.
 """
 
@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 from dashboard import access
 from dashboard.forms import ForkForm, ReplayForm
 from dashboard.views.pages import refusal
-from durable import runs
+from durable import engine
 from durable.values import jsonable
 
 
@@ -31,8 +31,8 @@ def _posted(request):
 def _snapshot_or_error(request, thread, checkpoint_id):
     """The snapshot at ``checkpoint_id``, or a 404 page naming the field at fault."""
     try:
-        return runs.state_at(thread, checkpoint_id), None
-    except runs.InvalidRequest as exc:
+        return engine.state_at(thread, checkpoint_id), None
+    except engine.InvalidRequest as exc:
         context = {"thread": thread, "field": exc.field, "message": exc.message}
         return None, render(request, "dashboard/action_error.html", context, status=404)
 
@@ -43,13 +43,13 @@ def writers(thread, snapshot) -> list[str]:
     parent = snapshot.parent_config
     if not parent:
         return []
-    parent_state = runs.state_at(thread, parent["configurable"]["checkpoint_id"])
+    parent_state = engine.state_at(thread, parent["configurable"]["checkpoint_id"])
     return [task.name for task in parent_state.tasks]
 
 
 @require_http_methods(["GET", "POST"])
 def fork(request, pk: int, checkpoint_id: str):
-    """Fork thread ``pk`` at ``checkpoint_id`` (``ForkForm``): ``durable.runs.fork``
+    """Fork thread ``pk`` at ``checkpoint_id`` (``ForkForm``): ``durable.engine.fork``
     with the changed state keys, ``as_node``, ``run`` and the reason as metadata; then
     303 to the fork's run, or to the thread when it does not run. Refused (400, the
     form with its errors, nothing changed): bad JSON in a key (the error names it), a
@@ -61,13 +61,13 @@ def fork(request, pk: int, checkpoint_id: str):
     snapshot, error_page = _snapshot_or_error(request, thread, checkpoint_id)
     if error_page:
         return error_page
-    shape = runs.graph_shape(thread)
+    shape = engine.graph_shape(thread)
     wrote = writers(thread, snapshot)
     current = jsonable(snapshot.values)
     form = ForkForm(shape, current, wrote, _posted(request))
     if request.method == "POST" and form.is_valid():
         try:
-            result = runs.fork(
+            result = engine.fork(
                 thread,
                 checkpoint_id,
                 form.values,
@@ -76,7 +76,7 @@ def fork(request, pk: int, checkpoint_id: str):
                 metadata={"reason": form.cleaned_data["reason"]},
                 requested_by=request.user,
             )
-        except runs.InvalidRequest as exc:
+        except engine.InvalidRequest as exc:
             form.add_error(form.field_for(exc.field), refusal(exc, thread))
         else:
             if result.run is not None:
@@ -94,7 +94,7 @@ def fork(request, pk: int, checkpoint_id: str):
     return render(request, "dashboard/fork.html", context, status=status)
 
 
-def _successors(shape: runs.GraphShape, node: str) -> list[str]:
+def _successors(shape: engine.GraphShape, node: str) -> list[str]:
     return sorted({target for source, target in shape.edges if source == node})
 
 
@@ -103,7 +103,7 @@ def replay(request, pk: int, checkpoint_id: str):
     """Replay thread ``pk`` from ``checkpoint_id``: a confirmation page listing the
     nodes that run again (the checkpoint's ``next``, then what may follow them) and
     warning that their side effects happen again; POST with a reason
-    (``ReplayForm``) calls ``durable.runs.replay`` and 303s to the new run. Refused
+    (``ReplayForm``) calls ``durable.engine.replay`` and 303s to the new run. Refused
     (400, nothing changed): no reason, a busy thread. 404 as for ``fork``."""
     thread = access.thread_or_404(request, pk)
     if request.method == "POST":
@@ -114,17 +114,17 @@ def replay(request, pk: int, checkpoint_id: str):
     form = ReplayForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         try:
-            run = runs.replay(
+            run = engine.replay(
                 thread,
                 checkpoint_id,
                 metadata={"reason": form.cleaned_data["reason"]},
                 requested_by=request.user,
             )
-        except runs.InvalidRequest as exc:
+        except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:
             return _see_other(reverse("run", args=[run.pk]))
-    shape = runs.graph_shape(thread)
+    shape = engine.graph_shape(thread)
     context = {
         "thread": thread,
         "snapshot": snapshot,

@@ -1,6 +1,6 @@
 """One checkpoint inspected, two compared, and the graph's picture.
 
-State is read through ``durable.runs`` (LangGraph's ``get_state`` and the saver's
+State is read through ``durable.engine`` (LangGraph's ``get_state`` and the saver's
 ``get_tuple``, so values come back through the saver's serde, decrypted when a key is
 set). A checkpoint that is not the thread's, in the namespace asked for, is a 404.
 """
@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from dashboard import access, diffs, graphpic, present
 from dashboard.views.history import form_errors, query_params
 from dashboard.views.pages import render_page
-from durable import history, runs
+from durable import engine, history
 from durable.values import jsonable
 
 NS_MAX_LENGTH = 2000
@@ -39,8 +39,8 @@ class DiffForm(NamespaceForm):
 
 def _snapshot(thread, checkpoint_id: str, ns: str):
     try:
-        return runs.state_at(thread, checkpoint_id, checkpoint_ns=ns)
-    except runs.InvalidRequest as exc:
+        return engine.state_at(thread, checkpoint_id, checkpoint_ns=ns)
+    except engine.InvalidRequest as exc:
         raise Http404(exc.message) from None
 
 
@@ -62,7 +62,7 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
     thread = access.thread_or_404(request, pk)
     ns = _namespace(request)
     snapshot = _snapshot(thread, checkpoint_id, ns)
-    writes = runs.pending_writes(thread, checkpoint_id, checkpoint_ns=ns)
+    writes = engine.pending_writes(thread, checkpoint_id, checkpoint_ns=ns)
     keys = present.state_keys(snapshot.values)
     for key in keys:
         key.json_url = json_url(thread, checkpoint_id, ns, key.key)
@@ -110,7 +110,7 @@ def checkpoint_json(request, pk: int, checkpoint_id: str):
             raise Http404(f"The state has no key {key!r}.")
         body = values[key]
     else:
-        writes = runs.pending_writes(thread, checkpoint_id, checkpoint_ns=ns)
+        writes = engine.pending_writes(thread, checkpoint_id, checkpoint_ns=ns)
         body = {
             "thread_id": thread.thread_id,
             "checkpoint_ns": ns,
@@ -259,11 +259,11 @@ def thread_graph(request, pk: int):
     if not form.is_valid():
         raise Http404("No such checkpoint.")
     try:
-        drawing = runs.graph_drawing(thread)
-    except runs.InvalidRequest as exc:
+        drawing = engine.graph_drawing(thread)
+    except engine.InvalidRequest as exc:
         raise Http404(exc.message) from None
     checkpoint_id = form.cleaned_data["checkpoint"]
-    state = _snapshot(thread, checkpoint_id, "") if checkpoint_id else runs.thread_state(thread)
+    state = _snapshot(thread, checkpoint_id, "") if checkpoint_id else engine.thread_state(thread)
     current = set(state.next)
     context = {
         "thread": thread,

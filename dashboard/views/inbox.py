@@ -24,7 +24,7 @@ from dashboard import access
 from dashboard.forms import ResumeForm
 from dashboard.views import checkpoints
 from dashboard.views.pages import refusal
-from durable import runs
+from durable import engine
 from durable.models import Thread
 
 THREADS_PER_PAGE = 10
@@ -67,7 +67,7 @@ def _see_other(url: str) -> HttpResponseRedirect:
 
 
 def _entry(thread: Thread, form: ResumeForm | None = None, close_form=None) -> Entry:
-    state = runs.thread_state(thread)
+    state = engine.thread_state(thread)
     pending = list(state.interrupts)
     checkpoint_id = state.config["configurable"].get("checkpoint_id", "")
     return Entry(
@@ -147,8 +147,8 @@ def answer(request, pk: int):
         form.add_error(None, f"Thread {thread.name!r} has no pending interrupt to answer.")
     elif form.is_valid():
         try:
-            run = runs.resume(thread, **form.resume_args, requested_by=request.user)
-        except runs.InvalidRequest as exc:
+            run = engine.resume(thread, **form.resume_args, requested_by=request.user)
+        except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:
             return _see_other(reverse("run", args=[run.pk]))
@@ -157,7 +157,7 @@ def answer(request, pk: int):
 
 @require_POST
 def close(request, pk: int):
-    """Close thread ``pk`` without resuming: ``durable.runs.fork(thread, checkpoint,
+    """Close thread ``pk`` without resuming: ``durable.engine.fork(thread, checkpoint,
     None, as_node="__end__", metadata={"reason": ...})`` clears its next tasks (and so
     its interrupts); 303 to the thread. The reason stays on the new checkpoint's
     metadata. Refused (400, nothing changed): no reason, or a thread that moved on
@@ -175,7 +175,7 @@ def close(request, pk: int):
             )
         else:
             try:
-                runs.fork(
+                engine.fork(
                     thread,
                     seen,
                     None,
@@ -183,7 +183,7 @@ def close(request, pk: int):
                     metadata={"reason": form.cleaned_data["reason"]},
                     requested_by=request.user,
                 )
-            except runs.InvalidRequest as exc:
+            except engine.InvalidRequest as exc:
                 form.add_error(None, refusal(exc, thread))
             else:
                 return _see_other(reverse("thread", args=[thread.pk]))

@@ -19,7 +19,7 @@ def render_page(request, template, context, *, target, part, status=200, part_on
 
 
 def refusal(exc, thread) -> str:
-    """What to tell an operator whose request ``durable.runs`` refused (``exc``, an
+    """What to tell an operator whose request ``durable.engine`` refused (``exc``, an
     ``InvalidRequest``). A thread busy with another run is said in the console's words
     (the runs layer's message speaks to API clients, of ``multitask_strategy``): often
     another tab or operator acted first."""

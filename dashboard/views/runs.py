@@ -19,7 +19,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
 from dashboard.views.pages import render_page
-from durable import events, runs
+from durable import engine
+from durable.engine import follow as events
 from durable.models import Run, RunEvent
 
 # The newest events a run page shows; older ones are counted, not listed.
@@ -85,7 +86,7 @@ def run_detail(request, pk: int):
 
 @require_POST
 def cancel_run(request, pk: int):
-    """Cancel run ``pk`` (``durable.runs.cancel``): a pending run ends at once, a
+    """Cancel run ``pk`` (``durable.engine.cancel``): a pending run ends at once, a
     running one stops at its next super-step. Then 303 to the run page, or, for htmx,
     the page's live partial. A run that already ended is refused with the reason
     shown (400 without htmx)."""
@@ -93,8 +94,8 @@ def cancel_run(request, pk: int):
     access.require_operator(request)
     error = ""
     try:
-        runs.cancel(run, requested_by=request.user)
-    except runs.InvalidRequest as exc:
+        engine.cancel(run, requested_by=request.user)
+    except engine.InvalidRequest as exc:
         error = exc.message
     run.refresh_from_db()
     if request.htmx:

@@ -1,4 +1,4 @@
-"""The store browser: LangGraph's long-term memory (``durable.store.DjangoStore``),
+"""The store browser: LangGraph's long-term memory (``DjangoStore``),
 read-only.
 
 ``/store/?ns=a.b&filter=...&page=N``: the namespaces as a tree, and the items under

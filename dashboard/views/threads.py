@@ -1,4 +1,4 @@
-"""The operator console's pages. Views read models and call ``durable.runs``; they never
+"""The operator console's pages. Views read models and call ``durable.engine``; they never
 touch a saver or Celery directly."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dashboard import access
 from dashboard.forms import ResumeForm, StartRunForm
 from dashboard.views import checkpoints, history
 from dashboard.views.pages import refusal, render_page
-from durable import runs
+from durable import engine
 from durable.graphs import example_input, graph_names
 from durable.models import Run
 
@@ -31,13 +31,13 @@ def start_run(request):
     form = StartRunForm(request.POST)
     if form.is_valid():
         try:
-            run = runs.start(
+            run = engine.start(
                 form.cleaned_data["graph"],
                 form.cleaned_data["input"],
                 requested_by=request.user,
                 tenant=request.tenant,
             )
-        except runs.InvalidRequest as exc:
+        except engine.InvalidRequest as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
             return _see_other(reverse("thread", args=[run.thread_id]))
@@ -82,14 +82,14 @@ def thread_detail(request, pk: int):
 def resume_thread(request, pk: int):
     thread = access.thread_or_404(request, pk)
     access.require_operator(request)
-    pending = runs.pending_interrupts(thread)
+    pending = engine.pending_interrupts(thread)
     form = ResumeForm(pending, request.POST)
     if not pending:
         form.add_error(None, f"Thread {thread.name!r} has no pending interrupt to resume.")
     elif form.is_valid():
         try:
-            runs.resume(thread, **form.resume_args, requested_by=request.user)
-        except runs.InvalidRequest as exc:
+            engine.resume(thread, **form.resume_args, requested_by=request.user)
+        except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:
             return _see_other(reverse("thread", args=[thread.pk]))
@@ -103,7 +103,7 @@ def _last_seq(run) -> int:
 
 
 def _render_thread(request, thread, form=None, status=200):
-    state = runs.thread_state(thread)
+    state = engine.thread_state(thread)
     active_run = thread.runs.filter(status__in=Run.ACTIVE).first()
     pending = list(state.interrupts)
     latest = ((state.config or {}).get("configurable") or {}).get("checkpoint_id") or ""

@@ -197,7 +197,7 @@ def last_event_id(request) -> int:
 # -- waking streams: LISTEN/NOTIFY on PostgreSQL, else polling ---------------------------
 
 
-@receiver(post_save, sender=RunEvent, dispatch_uid="durable.events.notify")
+@receiver(post_save, sender=RunEvent, dispatch_uid="durable.engine.follow.notify")
 def _notify(sender, instance: RunEvent, created: bool, using: str, **kwargs) -> None:
     """On PostgreSQL, NOTIFY listening web processes that run ``instance.run_id`` has a
     new event; PostgreSQL delivers it when the writer's transaction commits."""

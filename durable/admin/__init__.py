@@ -1,7 +1,7 @@
 """The Django admin: a page for every model, and retention's actions.
 
 Checkpoints, blobs, writes, store items, runs and their events are read-only here: they
-change through ``DjangoSaver``, ``DjangoStore`` and ``durable.runs``. Audit events can be
+change through ``DjangoSaver``, ``DjangoStore`` and ``durable.engine``. Audit events can be
 read by staff with the view permission and never changed or deleted.
 
 Threads are deleted and pruned only through ``durable.retention`` (so through the saver:
@@ -101,7 +101,7 @@ class ByCheckpointThread(TenantScoped):
 
 
 class ByNamespace(TenantScoped):
-    """Store items of a tenant live under its slug (``durable.scoped_store``)."""
+    """Store items of a tenant live under its slug (``durable.persistence.store.scoped``)."""
 
     def scope(self, queryset, tenants):
         under = Q(pk__in=[])
@@ -111,7 +111,7 @@ class ByNamespace(TenantScoped):
 
 
 class ReadOnly:
-    """Rows that change only through the saver, the store, ``durable.runs`` and the
+    """Rows that change only through the saver, the store, ``durable.engine.operations`` and the
     workers."""
 
     def has_add_permission(self, request, obj=None):

@@ -4,7 +4,7 @@
 Resources, paths and fields follow the Agent Server's where they exist: threads, their
 state and history, runs (background, streamed, waited for) and assistants. A registered
 graph's name is its ``assistant_id`` (and its ``graph_id``). Every operation goes through
-``durable.runs``; this module only reads models.
+``durable.engine.operations``; this module only reads models.
 
 Every answer under the API's root is JSON (its docs page aside). Errors are
 ``{"detail": message, "field": name}`` (``field`` is ``null`` when no single input is at
@@ -56,12 +56,12 @@ from ninja.parser import Parser
 from ninja.security import APIKeyHeader
 from pydantic import AliasChoices, ConfigDict
 
-from durable import events, runs, tenancy
+from durable import engine, tenancy
+from durable.engine import follow as events
 from durable.graphs import graph_names
-from durable.metadata import MetadataKeyEquals
 from durable.models import THREAD_ID_MAX_LENGTH, Run, Thread
-from durable.scoped_store import ScopedStore
-from durable.store import DjangoStore
+from durable.persistence.metadata import MetadataKeyEquals
+from durable.persistence.store import DjangoStore, ScopedStore
 from durable.values import jsonable
 
 logger = logging.getLogger(__name__)
@@ -198,7 +198,7 @@ def _unauthenticated(request, exc):
     return _error(request, 401, "Send a valid API token in the x-api-key header.", "x-api-key")
 
 
-# durable.runs names its inputs; the API's requests name some of them differently.
+# durable.engine.operations names its inputs; the API's requests name some of them differently.
 _API_FIELDS = {
     "thread": "thread_id",
     "graph": "assistant_id",
@@ -207,10 +207,10 @@ _API_FIELDS = {
 }
 
 
-@api.exception_handler(runs.InvalidRequest)
-def _invalid_request(request, exc: runs.InvalidRequest):
+@api.exception_handler(engine.InvalidRequest)
+def _invalid_request(request, exc: engine.InvalidRequest):
     """422 for unacceptable input; 409 when the thread or run is not in a state that
-    allows the request (``durable.runs`` names ``thread`` or ``run`` then: a busy
+    allows the request (``durable.engine.operations`` names ``thread`` or ``run`` then: a busy
     thread under ``reject``, a run that already ended; thread ids are checked here)."""
     status = 409 if exc.field in ("thread", "run") else 422
     return _error(request, status, exc.message, _API_FIELDS.get(exc.field, exc.field))
@@ -380,7 +380,7 @@ def _thread_json(thread: Thread) -> dict:
     """A thread as the Agent Server's ``Thread``: its metadata carries ``graph_id`` and
     ``assistant_id`` once a graph is bound; ``values`` and ``interrupts`` (by task id)
     are its latest state's."""
-    state = runs.thread_state(thread)
+    state = engine.thread_state(thread)
     interrupts: dict[str, list] = {}
     for task in state.tasks:
         if task.interrupts:
@@ -507,7 +507,7 @@ def create_thread(request, body: ThreadCreate = None):
     if graph is not None and graph not in graph_names():
         raise ApiError(404, f"Graph {graph!r} is not registered.", "graph_id")
     if body.thread_id is not None:
-        runs.check_storable(body.thread_id, "thread_id")
+        engine.check_storable(body.thread_id, "thread_id")
         if UNREACHABLE_THREAD_IDS.search(body.thread_id):
             raise ApiError(
                 422,
@@ -519,7 +519,7 @@ def create_thread(request, body: ThreadCreate = None):
                 raise ApiError(409, f"Thread {body.thread_id!r} already exists.", "thread_id")
             return _thread_json(existing)
     _may_change(request)
-    created = runs.create_thread(
+    created = engine.create_thread(
         graph, thread_id=body.thread_id, metadata=metadata, tenant=request.auth.tenant
     )
     return _thread_json(created)
@@ -604,7 +604,7 @@ def patch_thread(request, thread_id: str, body: ThreadPatch):
                 f"{thread.graph or 'no graph yet'}).",
                 f"metadata.{key}",
             )
-    thread = runs.update_thread_metadata(thread, metadata)
+    thread = engine.update_thread_metadata(thread, metadata)
     if request.headers.get("Prefer") == "return=minimal":
         return HttpResponse(status=204)
     return _thread_json(thread)
@@ -615,9 +615,9 @@ def patch_thread(request, thread_id: str, body: ThreadPatch):
 
 def _state_at(thread: Thread, checkpoint_id: str, field: str, subgraphs: bool) -> dict:
     try:
-        snapshot = runs.state_at(thread, checkpoint_id, subgraphs=subgraphs)
-    except runs.InvalidRequest as exc:
-        raise runs.InvalidRequest(field, exc.message) from None
+        snapshot = engine.state_at(thread, checkpoint_id, subgraphs=subgraphs)
+    except engine.InvalidRequest as exc:
+        raise engine.InvalidRequest(field, exc.message) from None
     return _state(snapshot, thread)
 
 
@@ -629,7 +629,7 @@ class StateQuery(Schema):
 def get_state(request, thread_id: str, query: Query[StateQuery]):
     """The latest ``ThreadState``; with ``subgraphs``, each task's subgraph state."""
     thread = _thread(request, thread_id)
-    return _state(runs.thread_state(thread, subgraphs=query.subgraphs), thread)
+    return _state(engine.thread_state(thread, subgraphs=query.subgraphs), thread)
 
 
 class StateUpdate(Strict):
@@ -651,7 +651,7 @@ def update_state(request, thread_id: str, body: StateUpdate):
         body.checkpoint_id
     )
     if checkpoint_id is None:
-        latest = runs.thread_state(thread).config["configurable"].get("checkpoint_id")
+        latest = engine.thread_state(thread).config["configurable"].get("checkpoint_id")
         if latest is None:
             raise ApiError(
                 409, f"Thread {thread_id!r} has no checkpoint to update yet.", "checkpoint"
@@ -659,12 +659,12 @@ def update_state(request, thread_id: str, body: StateUpdate):
         checkpoint_id = latest
     field = "checkpoint.checkpoint_id" if body.checkpoint else "checkpoint_id"
     try:
-        forked = runs.fork(
+        forked = engine.fork(
             thread, checkpoint_id, body.values, as_node=body.as_node, requested_by=_caller(request)
         )
-    except runs.InvalidRequest as exc:
+    except engine.InvalidRequest as exc:
         if exc.field == "checkpoint_id":
-            raise runs.InvalidRequest(field, exc.message) from None
+            raise engine.InvalidRequest(field, exc.message) from None
         raise
     return {"checkpoint": _checkpoint(forked.config, thread)}
 
@@ -693,7 +693,7 @@ def delete_thread(request, thread_id: str):
     is running (cancel it first)."""
     thread = _thread(request, thread_id)
     _may_change(request)
-    runs.delete_thread(thread, requested_by=_caller(request))
+    engine.delete_thread(thread, requested_by=_caller(request))
     return 204, None
 
 
@@ -716,7 +716,7 @@ def get_history(request, thread_id: str, body: HistoryQuery = None):
     if body.checkpoint and body.checkpoint.checkpoint_ns:
         raise ApiError(422, "Subgraph histories are not served yet.", "checkpoint.checkpoint_ns")
     before = body.before.checkpoint_id if isinstance(body.before, CheckpointRef) else body.before
-    history = runs.thread_history(thread, body.limit, before=before, filter=body.metadata)
+    history = engine.thread_history(thread, body.limit, before=before, filter=body.metadata)
     return [_state(s, thread) for s in history]
 
 
@@ -771,7 +771,7 @@ def _modes(stream_mode: str | list[str] | None) -> list[str]:
 
 
 def _resume_args(pending: list[str], value: Any) -> dict:
-    """``command.resume`` as ``runs.resume`` arguments: a map whose keys are all pending
+    """``command.resume`` as ``engine.resume`` arguments: a map whose keys are all pending
     interrupt ids answers each by id (LangGraph's resume map); anything else is the
     answer to the one pending interrupt."""
     if isinstance(value, dict) and value and set(value) <= set(pending):
@@ -810,10 +810,10 @@ def _create_run(request, thread_id: str, body: RunCreate) -> Run:
             raise ApiError(
                 422, "A run from a past checkpoint takes no input; fork with update_state.", "input"
             )
-        return runs.replay(thread, checkpoint_id, **body.options(request))
+        return engine.replay(thread, checkpoint_id, **body.options(request))
     if body.input is None:
         raise ApiError(422, "A run needs an input (or a command).", "input")
-    return runs.start(
+    return engine.start(
         graph,
         body.input,
         thread_id=thread_id,
@@ -825,8 +825,8 @@ def _create_run(request, thread_id: str, body: RunCreate) -> Run:
 def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None) -> Run:
     value = body.command.resume
     if checkpoint_id is None:
-        pending = [i.id for i in runs.pending_interrupts(thread)]
-        return runs.resume(thread, **_resume_args(pending, value), **body.options(request))
+        pending = [i.id for i in engine.pending_interrupts(thread)]
+        return engine.resume(thread, **_resume_args(pending, value), **body.options(request))
     if body.multitask_strategy != "reject":
         raise ApiError(
             422,
@@ -834,9 +834,9 @@ def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None)
             "multitask_strategy must be reject.",
             "multitask_strategy",
         )
-    pending = [i.id for i in runs.state_at(thread, checkpoint_id).interrupts]
+    pending = [i.id for i in engine.state_at(thread, checkpoint_id).interrupts]
     options = {k: v for k, v in body.options(request).items() if k != "multitask_strategy"}
-    return runs.answer_again(thread, checkpoint_id, **_resume_args(pending, value), **options)
+    return engine.answer_again(thread, checkpoint_id, **_resume_args(pending, value), **options)
 
 
 def _run_path(run: Run) -> str:
@@ -868,7 +868,7 @@ def _output(run_id: int) -> dict:
         return {"__error__": {"error": "RunDeleted", "message": "The run no longer exists."}}
     if run.status == Run.Status.ERROR:
         return {"__error__": {"error": run.error_type, "message": run.error_message}}
-    state = runs.thread_state(run.thread)
+    state = engine.thread_state(run.thread)
     values = jsonable(state.values)
     if state.interrupts and isinstance(values, dict):
         values["__interrupt__"] = [_interrupt(i) for i in state.interrupts]
@@ -1008,7 +1008,7 @@ async def cancel_run(request, thread_id: str, run_id: str, query: Query[CancelQu
 def _cancel(request, thread_id: str, run_id: str) -> Run:
     run = _run(_thread(request, thread_id), run_id)
     _may_change(request)
-    return runs.cancel(run, requested_by=_caller(request))
+    return engine.cancel(run, requested_by=_caller(request))
 
 
 # -- the store -------------------------------------------------------------------------
@@ -1019,7 +1019,7 @@ Namespace = list[str]
 
 def _store(request: HttpRequest) -> ScopedStore:
     """The token's tenant's part of the store: every namespace begins with the tenant's
-    slug, added here and stripped from what comes back (``durable.scoped_store``)."""
+    slug, added here and stripped from what comes back (``durable.persistence.store.scoped``)."""
     return ScopedStore(DjangoStore(), (request.auth.tenant.slug,))
 
 
@@ -1056,7 +1056,7 @@ class StorePut(Strict):
 @store.put("/items", summary="Put an item", response={204: None})
 def put_item(request, body: StorePut):
     _may_change(request)
-    runs.check_storable(body.value, "value")
+    engine.check_storable(body.value, "value")
     _store_call(
         lambda: _store(request).put(
             tuple(body.namespace), body.key, body.value, index=body.index, ttl=body.ttl

@@ -8,7 +8,7 @@ its ``attempt``: once the reaper has handed the run to another worker, this one 
 longer change the row or write the run's events, and it stops.
 
 **Events.** Each stream chunk and lifecycle change is stamped when it happens and
-buffered; a batch is written (``durable.runsql``) once its oldest has waited
+buffered; a batch is written (``durable.engine.records``) once its oldest has waited
 ``FLUSH_EVERY`` seconds, by the next chunk or by the beat thread while a node runs, and
 the last one in the same transaction as the run's outcome. The claim and the outcome
 are each one round trip on PostgreSQL.
@@ -24,7 +24,7 @@ process running it (what Celery's ``revoke(terminate=True)`` does, but without t
 broadcast the embedded broker cannot deliver) and the reaper settles the run.
 
 **Recovery.** ``reap``, which every worker's main process runs on a timer
-(``durable.tasks``), finds running runs whose lease expired, because their worker died
+(``durable.engine.tasks``), finds running runs whose lease expired, because their worker died
 (SIGKILL, a lost machine) or was stopped hard, and re-enqueues them, or ends them as
 their stop request says. A re-executed run goes on from the last checkpoint it wrote
 with input ``None``: LangGraph loads that checkpoint and its pending writes, so in a
@@ -33,7 +33,7 @@ the embedded broker nor Redis (visibility timeout: one hour) redelivers the task
 killed worker promptly, so this durability lives in our tables.
 
 **Shutdown.** On SIGTERM (warm shutdown) Celery sends ``worker_shutting_down`` in the
-worker's main process; ``durable.tasks`` then asks every run of this worker to drain
+worker's main process; ``durable.engine.tasks`` then asks every run of this worker to drain
 (``drain_worker``), and asks again every second until the worker has stopped, for the
 runs it claims meanwhile (a task that reached the pool just before the signal). Each
 stops after its super-step, goes back to ``pending`` and is enqueued again for another
@@ -64,7 +64,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt
 
-from durable import runs, runsql, scheduling
+from durable.engine import operations as runs
+from durable.engine import policy as scheduling
+from durable.engine import records as runsql
 from durable.graphs import get_graph
 from durable.models import Checkpoint, Run, RunEvent, Thread
 from durable.values import json_text, jsonable

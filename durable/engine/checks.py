@@ -14,9 +14,9 @@ from jsonschema.validators import validator_for
 from langgraph.constants import END
 from langgraph.types import Interrupt
 
-from durable.checkpoint import check_thread_id
 from durable.graphs import UnknownGraph, get_graph
 from durable.models import Checkpoint, Run, Thread
+from durable.persistence.checkpoint.saver import check_thread_id
 
 DURABILITIES = tuple(Run.Durability.values)
 MULTITASK_STRATEGIES = tuple(Run.MultitaskStrategy.values)

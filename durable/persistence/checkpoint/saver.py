@@ -54,9 +54,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
-from durable import models, sql
-from durable.metadata import MetadataKeyEquals
-from durable.serde import default_serde
+from durable import db as sql
+from durable import models
+from durable.persistence.metadata import MetadataKeyEquals
+from durable.persistence.serde import default_serde
 
 LIST_PAGE_SIZE = 100
 _INLINE_TYPES = (str, int, float, bool)
@@ -79,7 +80,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
 
     Args:
         serde: the serializer for checkpoints, blobs and writes; when omitted,
-            ``durable.serde.default_serde()``: LangGraph's ``JsonPlusSerializer`` in
+            ``durable.persistence.serde.default_serde()``: LangGraph's ``JsonPlusSerializer`` in
             strict msgpack mode, encrypted when ``DURABLE_ENCRYPTION_KEY`` is set.
         using: the Django database alias to read and write (default ``"default"``).
 

@@ -9,12 +9,12 @@ Every request is validated before anything is written: a refused request raises
 ``InvalidRequest`` naming the field at fault and leaves no Run row, no checkpoint and no
 changed status behind. An accepted request that runs the graph writes a ``pending`` Run in
 one transaction (a fork's ``update_state`` included) and enqueues
-``durable.tasks.execute_run`` when that transaction commits; a worker then executes it
-(``durable.worker``).
+``durable.engine.tasks.execute_run`` when that transaction commits; a worker then executes it
+(``durable.engine.execution``).
 
 One run at a time per thread; a request that finds an active run follows its
 ``multitask_strategy`` (``reject``, ``enqueue``, ``interrupt``, ``rollback``, as LangGraph's
-Agent Server names them; see ``durable.scheduling``).
+Agent Server names them; see ``durable.engine.policy``).
 """
 
 from __future__ import annotations
@@ -32,19 +32,7 @@ from langgraph.errors import InvalidUpdateError
 from langgraph.types import StateSnapshot
 
 from durable import audit
-from durable.checkpoint import DjangoSaver
-from durable.graphs import get_graph
-from durable.metadata import canonical
-from durable.models import Checkpoint, Run, Tenant, Thread
-from durable.scheduling import (
-    active_runs,
-    end_pending,
-    lock_thread,
-    request_stop,
-    set_thread_status,
-    submit,
-)
-from durable.validation import (
+from durable.engine.checks import (
     COPY,
     InvalidRequest,
     actor,
@@ -58,6 +46,18 @@ from durable.validation import (
     resume_command,
     run_options,
 )
+from durable.engine.policy import (
+    active_runs,
+    end_pending,
+    lock_thread,
+    request_stop,
+    set_thread_status,
+    submit,
+)
+from durable.graphs import get_graph
+from durable.models import Checkpoint, Run, Tenant, Thread
+from durable.persistence.checkpoint import DjangoSaver
+from durable.persistence.metadata import canonical
 
 __all__ = [
     "InvalidRequest",
@@ -267,7 +267,7 @@ def create_thread(
     if graph is not None:
         compiled_graph(graph)
     name = checked_thread_id(thread_id) if thread_id is not None else None
-    # Sorted keys: SQLite compares nested metadata as text (durable.metadata).
+    # Sorted keys: SQLite compares nested metadata as text (durable.persistence.metadata).
     metadata = json.loads(canonical(checked_metadata(metadata)))
     tenant = tenant or Tenant.default()
     with transaction.atomic():
@@ -291,7 +291,7 @@ def update_thread_metadata(thread: Thread, metadata: dict) -> Thread:
     metadata = checked_metadata(metadata)
     with transaction.atomic():
         thread = lock_thread(thread)
-        # Sorted keys: SQLite compares nested metadata as text (durable.metadata).
+        # Sorted keys: SQLite compares nested metadata as text (durable.persistence.metadata).
         merged = json.loads(canonical({**thread.metadata, **metadata}))
         Thread.objects.filter(pk=thread.pk).update(metadata=merged, updated_at=timezone.now())
     thread.refresh_from_db()
@@ -398,7 +398,7 @@ def fork(
 
     The thread must have no active run: ``InvalidRequest("thread")``. A fork appends
     the thread's newest checkpoint, and an active run that is re-executed after its
-    worker died goes on from the thread's newest checkpoint (``durable.worker``); a
+    worker died goes on from the thread's newest checkpoint (``durable.engine.execution``); a
     branch written meanwhile would be taken for the run's own progress. Other errors:
     ``checkpoint_id`` (not the thread's), ``as_node``, ``values``, and those of
     ``start``. The update and the Run are written in one transaction: a refused
@@ -521,7 +521,7 @@ def cancel(run: Run, *, requested_by: Any = None, reason: str = "") -> Run:
     """Cancel ``run``. A pending run ends ``cancelled`` at once (its Celery task is
     revoked, and a worker that still receives it skips it); a running one is asked to
     stop at its next super-step boundary (``RunControl.request_drain``, see
-    ``durable.worker``), keeping the checkpoints it wrote, and ends ``cancelled`` when
+    ``durable.engine.execution``), keeping the checkpoints it wrote, and ends ``cancelled`` when
     its worker gets there, or is stopped hard after ``DURABLE_STOP_GRACE_SECONDS``.
     Returns the run as it now stands. Raises ``InvalidRequest("run")`` for a run that
     already ended."""

@@ -1,5 +1,5 @@
-"""How runs wait, start and stop: the rules ``durable.runs`` (requests) and
-``durable.worker`` (execution) share.
+"""How runs wait, start and stop: the rules ``durable.engine.operations`` (requests) and
+``durable.engine.execution`` (execution) share.
 
 One run at a time per thread. A request that finds an active run follows its
 ``multitask_strategy``, named as LangGraph's Agent Server names them: ``reject`` refuses;
@@ -18,10 +18,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from durable.engine.checks import InvalidRequest
 from durable.graphs import get_graph
-from durable.metadata import MetadataKeyEquals
 from durable.models import Checkpoint, Run, RunEvent, Thread
-from durable.validation import InvalidRequest
+from durable.persistence.metadata import MetadataKeyEquals
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def displace(old: Run, strategy: str, new: Run) -> None:
 
 def request_stop(run_id: int, stop: str, detail: str) -> bool:
     """Ask the worker of running run ``run_id`` to drain; it notices at its next lease
-    renewal (``durable.worker``). A stronger request replaces a weaker one (a cancel
+    renewal (``durable.engine.execution``). A stronger request replaces a weaker one (a cancel
     replaces a shutdown, a rollback anything). Returns whether it was recorded."""
     weaker = {
         Run.Stop.CANCEL: ("", Run.Stop.SHUTDOWN, Run.Stop.TIMEOUT),
@@ -141,7 +141,7 @@ def revoke(task_id: str) -> None:
     fanout), which is why the Run's status is what a worker checks before it runs."""
     if not task_id:
         return
-    from durable.tasks import execute_run
+    from durable.engine.tasks import execute_run
 
     def send():
         try:
@@ -202,7 +202,7 @@ def dispatch_next(thread_pk: int) -> Run | None:
 def dispatch(run: Run) -> None:
     """Send ``execute_run(run.pk)`` to the broker under a fresh task id, recorded on the
     run first so that a cancel can revoke it; inside a transaction, once it commits."""
-    from durable.tasks import execute_run  # tasks imports this module
+    from durable.engine.tasks import execute_run  # tasks imports this module
 
     task_id = str(uuid.uuid4())
     Run.objects.filter(pk=run.pk).update(task_id=task_id, dispatched_at=timezone.now())

@@ -3,7 +3,7 @@
 Through the ORM a short run cost some thirty round trips to the database: one INSERT
 (and its NOTIFY) per event, a claim and an outcome of several queries each. On
 PostgreSQL each of these is here one hand-written statement, or a few in one
-transaction, on psycopg's server-binding cursor (``durable.sql.cursor``: prepared after
+transaction, on psycopg's server-binding cursor (``durable.db.cursor``: prepared after
 five runs); on SQLite the ORM does the same work in more statements, under the
 database's single write lock.
 
@@ -41,8 +41,9 @@ from django.db.models import F, Max, Q
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from durable import scheduling, sql
-from durable.events import CHANNEL
+from durable import db as sql
+from durable.engine import policy as scheduling
+from durable.engine.follow import CHANNEL
 from durable.models import Checkpoint, Run, RunEvent, Thread
 
 USING = "default"
@@ -122,7 +123,7 @@ def _event_params(run_id: int, events: Sequence[Event]) -> dict:
 def insert_events(run: Run, events: Sequence[Event]) -> bool:
     """Write ``events`` as run ``run``'s next ones, if ``run.attempt`` still holds it;
     on PostgreSQL one statement, which also notifies the web processes that follow the
-    run (``durable.events``). Returns whether they were written."""
+    run (``durable.engine.follow``). Returns whether they were written."""
     if not events:
         return True
     for attempt in range(ATTEMPTS):

@@ -46,10 +46,10 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from durable import sql
-from durable.metadata import canonical, key_equals_sql
+from durable import db as sql
 from durable.models import StoreItem
-from durable.serde import default_serde
+from durable.persistence.metadata import canonical, key_equals_sql
+from durable.persistence.serde import default_serde
 
 
 class CodePoints(Func):
@@ -104,7 +104,7 @@ class DjangoStore(BaseStore):
             ``omit_expired`` are not used: expired items are never returned, and
             ``sweep_ttl()`` is meant for a scheduled job.
         serde: serializer for values when they are encrypted; default
-            ``durable.serde.default_serde()``.
+            ``durable.persistence.serde.default_serde()``.
 
     Values are a JSON column, so search filters run in SQL, unless ``serde`` is an
     ``EncryptedSerializer`` (``DURABLE_ENCRYPTION_KEY`` set): then each value and its

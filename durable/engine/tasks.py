@@ -1,12 +1,12 @@
-"""Celery tasks and worker signals. The work itself lives in ``durable.worker``.
+"""Celery tasks and worker signals. The work itself lives in ``durable.engine.execution``.
 
 Besides the tasks its pool executes, each worker's main process runs the reaper
-(``durable.worker.reap``) on a thread of its own, every
+(``durable.engine.execution.reap``) on a thread of its own, every
 ``DURABLE_REAPER_INTERVAL_SECONDS`` from the moment the worker is ready until its
 shutdown begins. So recovery needs no Celery beat: as long as one worker lives, runs
 whose worker died are picked up again. Many reapers at once are safe (``reap`` claims
 rows with ``SELECT ... FOR UPDATE SKIP LOCKED``). While the worker shuts down, another
-thread asks its runs to drain, until it has stopped (``durable.worker.drain_worker``).
+thread asks its runs to drain, until it has stopped (``durable.engine.execution.drain_worker``).
 """
 
 import logging
@@ -24,7 +24,8 @@ from celery.signals import (
 from django.conf import settings
 from django.db import connections
 
-from durable import retention, worker
+from durable import retention
+from durable.engine import execution as worker
 
 logger = logging.getLogger(__name__)
 
