@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from durable.engine.follow import borrow
+from durable.db import borrow
 from durable.models import Role, Tenant
 from durable.tenancy import may_act
 
@@ -42,7 +42,7 @@ class TenantMiddleware:
     """Sync and async. Under ASGI each request runs its sync code on a thread of its
     own, whose database connection stays open until the response ends: for a stream of
     server-sent events, until the stream closes. So the async path reads the session,
-    the user and the memberships on a borrowed connection (``durable.engine.follow.borrow``),
+    the user and the memberships on a borrowed connection (``durable.db.borrow``),
     given back at once; otherwise 50 open streams would hold 50 connections."""
 
     sync_capable = True

@@ -1,4 +1,5 @@
-"""The SQL plumbing DjangoSaver and DjangoStore share on their hot paths.
+"""Database plumbing below the ORM: the SQL DjangoSaver, DjangoStore and the run records share
+on their hot paths, and connections borrowed from async code.
 
 Django's ORM wraps every ``bulk_create`` in a transaction of its own and, on PostgreSQL,
 binds parameters on the client, so a blob travels as hex text inside the SQL. The saver
@@ -10,15 +11,20 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
+from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import connections
 from django.db.models import BinaryField, DateTimeField, JSONField
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -226,3 +232,30 @@ def json_value(value):
     """A JSON column as a raw cursor returns it: text (SQLite, or Django's jsonb text
     loader) or already decoded (psycopg's binary jsonb loader)."""
     return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+# -- borrowed connections ---------------------------------------------------------------
+
+# At most this many borrowed reads of one process hold a connection at the same time.
+READERS: int = getattr(settings, "DURABLE_EVENT_READERS", 4)
+# A thread semaphore, taken in the thread that runs the query: a stream whose client
+# goes away while its read is in flight still holds its slot until the read ends.
+_slots = threading.BoundedSemaphore(READERS)
+
+
+def _borrowing(read: Callable[..., T]) -> Callable[..., T]:
+    """``read`` run under a reader slot, giving its connection back when done."""
+
+    def borrowed(*args) -> T:
+        with _slots:
+            try:
+                return read(*args)
+            finally:
+                connections.close_all()
+
+    return borrowed
+
+
+async def borrow(read: Callable[..., T], *args) -> T:
+    """``read(*args)``, an ORM function, run from async code on a borrowed connection."""
+    return await sync_to_async(_borrowing(read))(*args)

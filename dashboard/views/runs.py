@@ -19,7 +19,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
 from dashboard.views.pages import render_page
-from durable import engine
+from durable import engine, sse
+from durable.db import borrow
 from durable.engine import follow as events
 from durable.models import Run, RunEvent
 
@@ -34,13 +35,13 @@ async def run_events(request, pk: int):
     ``after`` parameter's) event; then ``event: end`` with the final status. The thread
     page re-renders its live part on each. Served under ASGI (``make run``)."""
     try:
-        after = events.last_event_id(request)
+        after = sse.last_event_id(request)
     except ValueError as exc:
         return HttpResponseBadRequest(str(exc))
-    if not await events.borrow(_visible, request, pk):
+    if not await borrow(_visible, request, pk):
         raise Http404(f"No run {pk}.")
     return StreamingHttpResponse(
-        _run_event_stream(pk, after), content_type="text/event-stream", headers=events.SSE_HEADERS
+        _run_event_stream(pk, after), content_type="text/event-stream", headers=sse.SSE_HEADERS
     )
 
 
@@ -52,11 +53,11 @@ def _visible(request, pk: int) -> bool:
 async def _run_event_stream(pk: int, after: int):
     async for item in events.follow(pk, after):
         if isinstance(item, events.Event):
-            yield events.sse(item.event, {"ns": item.ns, "data": item.data}, id=item.seq)
+            yield sse.event(item.event, {"ns": item.ns, "data": item.data}, id=item.seq)
         elif isinstance(item, events.Keepalive):
-            yield b": keepalive\n\n"
+            yield sse.KEEPALIVE
         else:
-            yield events.sse("end", {"status": item.status})
+            yield sse.event("end", {"status": item.status})
 
 
 @require_GET

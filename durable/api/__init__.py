@@ -56,7 +56,8 @@ from ninja.parser import Parser
 from ninja.security import APIKeyHeader
 from pydantic import AliasChoices, ConfigDict
 
-from durable import engine, tenancy
+from durable import engine, sse, tenancy
+from durable.db import borrow
 from durable.engine import follow as events
 from durable.graphs import graph_names
 from durable.models import THREAD_ID_MAX_LENGTH, Run, Thread
@@ -111,13 +112,13 @@ class TenantToken(APIKeyHeader):
     anything."""
 
     param_name = "x-api-key"
-    # Async, so that ninja awaits it on a borrowed connection (``events.borrow``), given
+    # Async, so that ninja awaits it on a borrowed connection (``durable.db.borrow``), given
     # back at once: a sync check would hold its request thread's connection for as long
     # as a stream of server-sent events stays open.
     is_async = True
 
     async def authenticate(self, request, key):
-        return await events.borrow(tenancy.authenticate, key)
+        return await borrow(tenancy.authenticate, key)
 
 
 class JSONOnlyAPI(NinjaAPI):
@@ -877,14 +878,14 @@ def _output(run_id: int) -> dict:
 
 async def _wait_output(run_id: int) -> dict:
     await events.wait_until_final(run_id)
-    return await events.borrow(_output, run_id)
+    return await borrow(_output, run_id)
 
 
 @threads.post("/{thread_id}/runs/wait", summary="Create a run and wait for its output")
 async def wait_run(request, thread_id: str, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, then waits for the run to end and returns
     the thread's values (with ``__interrupt__``), or ``{"__error__": ...}``."""
-    run = await events.borrow(_create_run, request, thread_id, body)
+    run = await borrow(_create_run, request, thread_id, body)
     output = await _wait_output(run.pk)
     return _located(api.create_response(request, output, status=200), run)
 
@@ -895,7 +896,7 @@ def _stream_response(request, run: Run, modes: list[str], subgraphs: bool, after
     response = StreamingHttpResponse(
         _sdk_events(run.pk, modes, subgraphs, after),
         content_type="text/event-stream",
-        headers=events.SSE_HEADERS,
+        headers=sse.SSE_HEADERS,
     )
     # Where the SDK reconnects (with Last-Event-ID) if the stream is cut, and the run.
     response["Location"] = request.build_absolute_uri(f"{_run_path(run)}/stream?{query}")
@@ -908,27 +909,27 @@ async def _sdk_events(run_id: int, modes: list[str], subgraphs: bool, after: int
     run has ended, ``values`` (the thread's values, with ``__interrupt__``) and, for a
     failed run, ``error``."""
     if after == 0:
-        yield events.sse("metadata", {"run_id": str(run_id), "attempt": 1})
+        yield sse.event("metadata", {"run_id": str(run_id), "attempt": 1})
     async for item in events.follow(run_id, after):
         if isinstance(item, events.Event):
             if item.event in modes and (subgraphs or not item.ns):
                 name = f"{item.event}|{item.ns}" if item.ns else item.event
-                yield events.sse(name, item.data, id=item.seq)
+                yield sse.event(name, item.data, id=item.seq)
         elif isinstance(item, events.Keepalive):
-            yield b": keepalive\n\n"
+            yield sse.KEEPALIVE
         else:
-            output = await events.borrow(_output, run_id)
+            output = await borrow(_output, run_id)
             if "__error__" in output:
-                yield events.sse("error", output["__error__"])
+                yield sse.event("error", output["__error__"])
             elif "values" in modes:
-                yield events.sse("values", output)
+                yield sse.event("values", output)
 
 
 @threads.post("/{thread_id}/runs/stream", summary="Create a run and stream its events (SSE)")
 async def stream_run(request, thread_id: str, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, answered with the run's events as
     server-sent events while it runs (see ``GET .../runs/{run_id}/stream``)."""
-    run = await events.borrow(_create_run, request, thread_id, body)
+    run = await borrow(_create_run, request, thread_id, body)
     return _stream_response(request, run, body.modes(), body.stream_subgraphs, 0)
 
 
@@ -955,7 +956,7 @@ def get_run(request, thread_id: str, run_id: str):
 @threads.get("/{thread_id}/runs/{run_id}/join", summary="Wait for a run's output")
 async def join_run(request, thread_id: str, run_id: str):
     """Waits for the run to end; returns what ``runs/wait`` returns."""
-    run = await events.borrow(lambda: _run(_thread(request, thread_id), run_id))
+    run = await borrow(lambda: _run(_thread(request, thread_id), run_id))
     return await _wait_output(run.pk)
 
 
@@ -973,11 +974,11 @@ async def join_stream(request, thread_id: str, run_id: str, query: Query[JoinStr
     if query.cancel_on_disconnect:
         raise ApiError(422, "cancel_on_disconnect is not supported.", "cancel_on_disconnect")
     try:
-        after = events.last_event_id(request)
+        after = sse.last_event_id(request)
     except ValueError as exc:
         raise ApiError(422, str(exc), "Last-Event-ID") from None
     modes = _modes(query.stream_mode)
-    run = await events.borrow(lambda: _run(_thread(request, thread_id), run_id))
+    run = await borrow(lambda: _run(_thread(request, thread_id), run_id))
     return _stream_response(request, run, modes, query.stream_subgraphs, after)
 
 
@@ -998,10 +999,10 @@ async def cancel_run(request, thread_id: str, run_id: str, query: Query[CancelQu
             "checkpoints (start a run with multitask_strategy rollback to discard them).",
             "action",
         )
-    run = await events.borrow(_cancel, request, thread_id, run_id)
+    run = await borrow(_cancel, request, thread_id, run_id)
     if query.wait:
         await events.wait_until_final(run.pk)
-    run = await events.borrow(lambda: Run.objects.select_related("thread").get(pk=run.pk))
+    run = await borrow(lambda: Run.objects.select_related("thread").get(pk=run.pk))
     return api.create_response(request, _run_json(run), status=200 if query.wait else 202)
 
 

@@ -26,24 +26,22 @@ Settings: ``DURABLE_EVENTS_POLL_SECONDS``, ``DURABLE_EVENTS_FALLBACK_SECONDS``,
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 
+from durable.db import borrow
 from durable.models import Run, RunEvent
 
 logger = logging.getLogger(__name__)
@@ -52,30 +50,7 @@ T = TypeVar("T")
 POLL_SECONDS: float = getattr(settings, "DURABLE_EVENTS_POLL_SECONDS", 0.2)
 FALLBACK_SECONDS: float = getattr(settings, "DURABLE_EVENTS_FALLBACK_SECONDS", 2.0)
 LISTEN: bool = getattr(settings, "DURABLE_EVENTS_LISTEN", True)
-READERS: int = getattr(settings, "DURABLE_EVENT_READERS", 4)
 CHANNEL = "durable_run_events"
-
-# A thread semaphore, taken in the thread that runs the query: a stream whose client
-# goes away while its read is in flight still holds its slot until the read ends.
-_slots = threading.BoundedSemaphore(READERS)
-
-
-def _borrowing(read: Callable[..., T]) -> Callable[..., T]:
-    """``read`` run under a reader slot, giving its connection back when done."""
-
-    def borrowed(*args) -> T:
-        with _slots:
-            try:
-                return read(*args)
-            finally:
-                connections.close_all()
-
-    return borrowed
-
-
-async def borrow(read: Callable[..., T], *args) -> T:
-    """``read(*args)``, an ORM function, run from async code on a borrowed connection."""
-    return await sync_to_async(_borrowing(read))(*args)
 
 
 def _status(run_id: int) -> str | None:
@@ -163,35 +138,6 @@ async def follow(run_id: int, after: int = 0) -> AsyncIterator[Event | End | Kee
                 yield KEEPALIVE
                 quiet_since = time.monotonic()
             await pause()
-
-
-def sse(event: str | None, data: Any, id: int | None = None) -> bytes:
-    """One server-sent event: ``id:`` (when given), ``event:`` (when given) and the
-    ``data`` as one line of JSON."""
-    lines = []
-    if id is not None:
-        lines.append(f"id: {id}")
-    if event is not None:
-        lines.append(f"event: {event}")
-    lines.append(f"data: {json.dumps(data, cls=DjangoJSONEncoder, separators=(',', ':'))}")
-    return ("\n".join(lines) + "\n\n").encode()
-
-
-SSE_HEADERS = {
-    "Cache-Control": "no-store",
-    # nginx buffers responses unless told not to.
-    "X-Accel-Buffering": "no",
-}
-
-
-def last_event_id(request) -> int:
-    """The seq a reconnecting client already has: its ``Last-Event-ID`` header (sent by
-    browsers' EventSource and the SDK on reconnect), else the ``after`` query
-    parameter, else 0. Raises ``ValueError`` for one that is not a whole number."""
-    value = request.headers.get("Last-Event-ID") or request.GET.get("after") or "0"
-    if not value.isdigit():
-        raise ValueError(f"Last-Event-ID must be an event id (a whole number), not {value!r}.")
-    return int(value)
 
 
 # -- waking streams: LISTEN/NOTIFY on PostgreSQL, else polling ---------------------------

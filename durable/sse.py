@@ -1,0 +1,43 @@
+"""Server-sent events on the wire, for the console's run pages and the API's run streams:
+one event's bytes, the response headers, the keep-alive comment, and where a reconnecting
+client resumes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+
+# What a stream writes when ``durable.engine.follow`` reports a quiet spell: a comment,
+# so that proxies and browsers keep the connection open.
+KEEPALIVE = b": keepalive\n\n"
+
+
+def event(name: str | None, data: Any, id: int | None = None) -> bytes:
+    """One server-sent event: ``id:`` (when given), ``event:`` (when given) and the
+    ``data`` as one line of JSON."""
+    lines = []
+    if id is not None:
+        lines.append(f"id: {id}")
+    if name is not None:
+        lines.append(f"event: {name}")
+    lines.append(f"data: {json.dumps(data, cls=DjangoJSONEncoder, separators=(',', ':'))}")
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+SSE_HEADERS = {
+    "Cache-Control": "no-store",
+    # nginx buffers responses unless told not to.
+    "X-Accel-Buffering": "no",
+}
+
+
+def last_event_id(request) -> int:
+    """The seq a reconnecting client already has: its ``Last-Event-ID`` header (sent by
+    browsers' EventSource and the SDK on reconnect), else the ``after`` query
+    parameter, else 0. Raises ``ValueError`` for one that is not a whole number."""
+    value = request.headers.get("Last-Event-ID") or request.GET.get("after") or "0"
+    if not value.isdigit():
+        raise ValueError(f"Last-Event-ID must be an event id (a whole number), not {value!r}.")
+    return int(value)
