@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from durable.models import AuditEvent, Run, Thread
-from durable.persistence.store import DjangoStore, ScopedStore
+from durable.persistence.store import ScopedStore, tenant_store
 from durable.tenancy import may_act
 
 
@@ -37,7 +37,7 @@ def store(request) -> ScopedStore:
     without it (``durable.persistence.store.scoped``). 403 for a user of no tenant."""
     if request.tenant is None:
         raise PermissionDenied("You are not a member of any tenant.")
-    return ScopedStore(DjangoStore(), (request.tenant.slug,))
+    return tenant_store(request.tenant)
 
 
 def thread_or_404(request, pk: int) -> Thread:

@@ -26,16 +26,11 @@ from django.views.decorators.http import require_POST
 
 from durable.db import borrow
 from durable.models import Role, Tenant
-from durable.tenancy import may_act
+from durable.tenancy import is_auditor, may_act
 
 SESSION_KEY = "durable_tenant"
-AUDITOR_PERMISSION = "durable.audit_all_tenants"
 # Paths with their own authentication, or none needed.
 OPEN_PREFIXES = ("/api/", "/admin/", "/accounts/", settings.STATIC_URL)
-
-
-def is_auditor(user) -> bool:
-    return user.is_active and user.has_perm(AUDITOR_PERMISSION)
 
 
 class TenantMiddleware:

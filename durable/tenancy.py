@@ -1,4 +1,5 @@
-"""Tenants' API tokens: made, recognised and revoked here.
+"""Tenants' API tokens (made, recognised and revoked here), who may act, and who may
+read every tenant.
 
 A token is ``dur_`` followed by 43 URL-safe characters (32 random bytes). Only its
 SHA-256 digest is stored (``ApiToken.digest``); the token itself is returned once, by
@@ -16,6 +17,8 @@ from django.utils import timezone
 from durable.models import ApiToken, Role, Tenant
 
 PREFIX = "dur_"
+# A staff user with this permission reads every tenant, in the console and the admin.
+AUDITOR_PERMISSION = "durable.audit_all_tenants"
 
 
 def _digest(token: str) -> str:
@@ -68,4 +71,9 @@ def may_act(role: str) -> bool:
     return role in (Role.OPERATOR, Role.ADMIN)
 
 
-__all__ = ["create_token", "authenticate", "revoke", "may_act"]
+def is_auditor(user) -> bool:
+    """Whether ``user`` may read every tenant's threads and audit trail (as a viewer)."""
+    return user.is_active and user.has_perm(AUDITOR_PERMISSION)
+
+
+__all__ = ["AUDITOR_PERMISSION", "create_token", "authenticate", "revoke", "may_act", "is_auditor"]

@@ -51,9 +51,6 @@ from durable.models import (
 CONFIRM_TEMPLATE = "admin/durable/retention_confirm.html"
 
 
-AUDITOR_PERMISSION = "durable.audit_all_tenants"
-
-
 def managed_tenants(request) -> QuerySet[Tenant]:
     """The tenants ``request.user`` manages here: all for a superuser, else those of their
     ``admin`` memberships. Forms offer only these."""
@@ -65,7 +62,7 @@ def managed_tenants(request) -> QuerySet[Tenant]:
 def visible_tenants(request) -> QuerySet[Tenant]:
     """The tenants whose rows ``request.user`` sees here: the managed ones, or all for a
     staff auditor (who reads, by Django's view permissions)."""
-    if request.user.has_perm(AUDITOR_PERMISSION):
+    if tenancy.is_auditor(request.user):
         return Tenant.objects.all()
     return managed_tenants(request)
 

@@ -62,7 +62,7 @@ from durable.engine import follow as events
 from durable.graphs import graph_names
 from durable.models import THREAD_ID_MAX_LENGTH, Run, Thread
 from durable.persistence.metadata import MetadataKeyEquals
-from durable.persistence.store import DjangoStore, ScopedStore
+from durable.persistence.store import ScopedStore, tenant_store
 from durable.values import jsonable
 
 logger = logging.getLogger(__name__)
@@ -1021,7 +1021,7 @@ Namespace = list[str]
 def _store(request: HttpRequest) -> ScopedStore:
     """The token's tenant's part of the store: every namespace begins with the tenant's
     slug, added here and stripped from what comes back (``durable.persistence.store.scoped``)."""
-    return ScopedStore(DjangoStore(), (request.auth.tenant.slug,))
+    return tenant_store(request.auth.tenant)
 
 
 def _item_json(item) -> dict:

@@ -27,6 +27,8 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from durable.persistence.store.store import DjangoStore
+
 
 class ScopedStore(BaseStore):
     """``store`` seen through ``prefix`` (a tuple of namespace labels)."""
@@ -90,3 +92,9 @@ class ScopedStore(BaseStore):
         if isinstance(item, SearchItem):
             return SearchItem(**fields, score=item.score)
         return Item(**fields)
+
+
+def tenant_store(tenant) -> ScopedStore:
+    """``tenant``'s part of the store (a ``durable.models.Tenant``): every namespace under
+    its slug, for the console's store browser and the API's store routes alike."""
+    return ScopedStore(DjangoStore(), (tenant.slug,))
