@@ -331,6 +331,12 @@ class Run(models.Model):
         return f"run {self.pk} ({self.kind}, {self.status})"
 
     @property
+    def thread_pk(self) -> int:
+        """The primary key of the run's Thread row. Django names the column ``thread_id``;
+        in this project ``thread_id`` means LangGraph's ``configurable.thread_id``."""
+        return self.thread_id
+
+    @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
 
