@@ -1,0 +1,80 @@
+"""What a request may reach, by the names the protocol uses: the token's tenant's threads
+(by ``Thread.name``, which the wire calls ``thread_id``), a thread's runs, the registered
+graphs as assistants, and which names a thread URL can carry. Another tenant's thread is
+a 404 like one that does not exist."""
+
+from __future__ import annotations
+
+import re
+
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from durable.api.errors import ApiError
+from durable.graphs import graph_names
+from durable.models import Run, Thread
+
+# Names a thread URL cannot carry back as one path segment: clients and proxies resolve
+# "." and "..", "/" splits the segment, and the name of a route beside
+# /threads/{thread_id} is that route (GET /threads/search would not reach a thread named
+# "search"). Such a thread could be created but never reached.
+UNREACHABLE_NAMES = re.compile(r"/|^\.{1,2}$|^(search|count)$")
+
+
+def threads(request: HttpRequest) -> QuerySet[Thread]:
+    """The threads of the token's tenant. Every lookup goes through this one queryset,
+    runs included (they are reached only through their thread), so another tenant's
+    thread is a 404 like one that does not exist."""
+    return Thread.objects.filter(tenant=request.auth.tenant)
+
+
+def find_thread(request: HttpRequest, name: str) -> Thread | None:
+    """The tenant's thread named ``name`` (``Thread.name``: the id the tenant gave it;
+    the checkpointer's own id is never shown), or ``None``."""
+    if "\x00" in name:  # no thread has one, and PostgreSQL cannot compare it
+        return None
+    return threads(request).filter(name=name).first()
+
+
+def thread_not_found(name: str) -> ApiError:
+    return ApiError(404, f"Thread {name!r} not found.", "thread_id")
+
+
+def thread(request: HttpRequest, name: str) -> Thread:
+    """The tenant's thread named ``name``; 404 when it has none."""
+    found = find_thread(request, name)
+    if found is None:
+        raise thread_not_found(name)
+    return found
+
+
+def check_reachable(name: str) -> None:
+    """422 for a name a new thread cannot take, since its URLs could not reach it."""
+    if UNREACHABLE_NAMES.search(name):
+        raise ApiError(
+            422,
+            "thread_id cannot hold '/' or be '.', '..', 'search' or 'count' in URLs.",
+            "thread_id",
+        )
+
+
+def run(request: HttpRequest, name: str, run_id: str) -> Run:
+    """Run ``run_id`` of the tenant's thread named ``name``; 404 for either unknown."""
+    found_thread = thread(request, name)
+    # Run ids are bigints: anything else is no run (and must not reach the database).
+    valid = run_id.isascii() and run_id.isdigit() and len(run_id) <= 18
+    found = found_thread.runs.filter(pk=int(run_id)).first() if valid else None
+    if found is None:
+        raise ApiError(404, f"Run {run_id!r} not found on thread {found_thread.name!r}.", "run_id")
+    return found
+
+
+def graph(assistant_id: str) -> str:
+    """The registered graph an ``assistant_id`` names (they are the same); 404 else."""
+    if assistant_id not in graph_names():
+        raise ApiError(
+            404,
+            f"Assistant {assistant_id!r} not found. Registered graphs: {', '.join(graph_names())}.",
+            "assistant_id",
+        )
+    return assistant_id

@@ -1,0 +1,231 @@
+"""What the API accepts: the JSON body parser, and each route's request body or query as
+a ninja ``Schema``, with the Agent Server's field names. Bodies are ``Strict``: a field
+this server does not serve is a 422 naming it rather than silently ignored."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from ninja import Field, Schema
+from ninja.parser import Parser
+from pydantic import AliasChoices, ConfigDict
+
+from durable.api.errors import ApiError, BodyNotJSON
+from durable.models import THREAD_ID_MAX_LENGTH
+
+# The largest offset a database takes (PostgreSQL's OFFSET is a bigint).
+MAX_OFFSET = 2**63 - 1
+
+# What a run's stream can carry: the modes workers record as RunEvents, and ``values``,
+# the thread's values once the run ends (workers record updates, not whole states).
+STREAM_MODES = ("values", "updates", "custom", "tasks")
+
+
+class JSONParser(Parser):
+    """Parses bodies as JSON, saying where a body fails to parse (ninja turns any parse
+    failure into a 400, and the API's ``HttpError`` handler, in ``errors``, passes our
+    message on).
+
+    A body must say ``Content-Type: application/json`` (else 415): a browser sends a
+    cross-site form or ``text/plain`` POST without asking the server first, but not a
+    JSON one, so this keeps other web pages from driving the API (it has no CSRF token).
+    A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413."""
+
+    def parse_body(self, request):
+        if request.content_type != "application/json":
+            raise ApiError(
+                415, "The request body must be JSON (Content-Type: application/json).", "body"
+            )
+        try:
+            return json.loads(request.body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise BodyNotJSON(f"The request body is not valid JSON: {exc}.") from None
+        except RecursionError:
+            raise BodyNotJSON("The request body is nested too deeply.") from None
+
+
+class Strict(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CheckpointRef(Strict):
+    """A checkpoint of a thread, as the Agent Server names it."""
+
+    checkpoint_id: str | None = None
+    checkpoint_ns: str = ""
+    thread_id: str | None = None
+    checkpoint_map: dict[str, Any] | None = None
+
+
+def chosen_checkpoint(body: StateUpdate | RunCreate) -> str | None:
+    """The checkpoint a body names, as ``checkpoint.checkpoint_id`` or ``checkpoint_id``."""
+    return (body.checkpoint.checkpoint_id if body.checkpoint else None) or body.checkpoint_id
+
+
+# -- threads -------------------------------------------------------------------------
+
+ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
+
+
+class ThreadCreate(Strict):
+    thread_id: str | None = Field(None, min_length=1, max_length=THREAD_ID_MAX_LENGTH)
+    metadata: dict[str, Any] = {}
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+    graph_id: str | None = None
+
+
+class ThreadSearch(Strict):
+    metadata: dict[str, Any] | None = None
+    ids: list[str] | None = None
+    status: ThreadStatus | None = None
+    limit: int = Field(10, ge=1, le=100)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    sort_by: Literal["thread_id", "status", "created_at", "updated_at"] = "created_at"
+    sort_order: Literal["asc", "desc"] = "desc"
+
+
+class ThreadCount(Strict):
+    metadata: dict[str, Any] | None = None
+    status: ThreadStatus | None = None
+
+
+class ThreadPatch(Strict):
+    metadata: dict[str, Any] = {}
+
+
+# -- state and history ---------------------------------------------------------------
+
+
+class StateQuery(Schema):
+    subgraphs: bool = False
+
+
+class StateUpdate(Strict):
+    values: dict[str, Any] | None = None
+    as_node: str | None = None
+    checkpoint: CheckpointRef | None = None
+    checkpoint_id: str | None = None
+
+
+class StateAtCheckpoint(Strict):
+    checkpoint: CheckpointRef
+    subgraphs: bool = False
+
+
+class HistoryQuery(Strict):
+    limit: int = Field(10, ge=1, le=1000)
+    before: str | CheckpointRef | None = None
+    metadata: dict[str, Any] | None = Field(
+        None, validation_alias=AliasChoices("metadata", "filter")
+    )
+    checkpoint: CheckpointRef | None = None
+
+
+# -- runs ----------------------------------------------------------------------------
+
+
+class CommandBody(Strict):
+    resume: Any = None
+
+
+class RunCreate(Strict):
+    assistant_id: str
+    input: Any = None
+    command: CommandBody | None = None
+    metadata: dict[str, Any] | None = None
+    stream_mode: str | list[str] = "values"
+    stream_subgraphs: bool = False
+    stream_resumable: bool = False
+    multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = "reject"
+    durability: Literal["sync", "async", "exit"] = "async"
+    if_not_exists: Literal["create", "reject"] = "reject"
+    checkpoint_id: str | None = None
+    checkpoint: CheckpointRef | None = None
+
+    def modes(self) -> list[str]:
+        return stream_modes(self.stream_mode)
+
+
+def stream_modes(stream_mode: str | list[str] | None) -> list[str]:
+    """The stream modes asked for (all of ``STREAM_MODES`` when none is); 422 for one
+    this server does not record."""
+    modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode or [])
+    modes = [m for m in modes if m] or list(STREAM_MODES)
+    if unknown := [m for m in modes if m not in STREAM_MODES]:
+        raise ApiError(
+            422,
+            f"Stream mode(s) {', '.join(unknown)} are not recorded; "
+            f"choose from {', '.join(STREAM_MODES)}.",
+            "stream_mode",
+        )
+    return modes
+
+
+class RunsQuery(Strict):
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    status: str | None = None
+
+
+class JoinStreamQuery(Schema):
+    stream_mode: list[str] = []
+    stream_subgraphs: bool = False
+    cancel_on_disconnect: bool = False
+
+
+class CancelQuery(Schema):
+    wait: bool = False
+    action: Literal["interrupt", "rollback"] = "interrupt"
+
+
+# -- assistants ----------------------------------------------------------------------
+
+
+class AssistantSearch(Schema):
+    graph_id: str | None = None
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+
+
+# -- the store -----------------------------------------------------------------------
+
+Namespace = list[str]
+
+
+class StorePut(Strict):
+    namespace: Namespace
+    key: str = Field(min_length=1, max_length=THREAD_ID_MAX_LENGTH)
+    value: dict[str, Any]
+    index: Literal[False] | list[str] | None = None
+    ttl: float | None = Field(None, gt=0)
+
+
+class StoreGet(Schema):
+    key: str
+    namespace: str = ""
+    refresh_ttl: bool | None = None
+
+
+class StoreDelete(Strict):
+    namespace: Namespace
+    key: str
+
+
+class StoreSearch(Strict):
+    namespace_prefix: Namespace = []
+    filter: dict[str, Any] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    query: str | None = None
+    refresh_ttl: bool | None = None
+
+
+class StoreNamespaces(Strict):
+    prefix: Namespace | None = None
+    suffix: Namespace | None = None
+    max_depth: int | None = Field(None, ge=1)
+    limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)

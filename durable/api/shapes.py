@@ -1,0 +1,156 @@
+"""What the API answers, as the Agent Server's JSON: a thread, a run, a state (with its
+checkpoints, tasks and interrupts), an assistant and a store item. The console's
+checkpoint download shapes its tasks here too (``task_json(..., subgraph=False)``).
+
+Values pass through ``durable.values.jsonable``: whatever the graph's state holds comes
+out JSON-safe, the checkpoint itself untouched."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from langgraph.types import StateSnapshot
+
+from durable import engine
+from durable.models import Run, Thread
+from durable.values import jsonable
+
+# When the registered graphs were read, which is when this process loaded the API: an
+# assistant's created_at and updated_at (graphs are registered in code, not stored).
+REGISTERED_AT = timezone.now()
+
+
+def checkpoint_json(config: dict | None, thread: Thread) -> dict | None:
+    """A checkpoint's config as the Agent Server's ``Checkpoint``, naming the thread by
+    its ``name``; ``None`` for no config."""
+    if not config:
+        return None
+    c = config["configurable"]
+    return {
+        "thread_id": thread.name,
+        "checkpoint_ns": c.get("checkpoint_ns", ""),
+        "checkpoint_id": c.get("checkpoint_id"),
+        "checkpoint_map": c.get("checkpoint_map"),
+    }
+
+
+def interrupt_json(item) -> dict:
+    """A LangGraph ``Interrupt``: ``{"value", "id"}``."""
+    return {"value": jsonable(item.value), "id": item.id}
+
+
+def task_json(task, thread: Thread, *, subgraph: bool = True) -> dict:
+    """A ``PregelTask`` as the Agent Server's ``ThreadTask``: ``id``, ``name``, ``error``
+    (an exception as ``Type(message)``; the saver gives back stored errors as text),
+    ``interrupts``, ``checkpoint`` (a subgraph's, when the task runs one), ``state`` (the
+    subgraph's state, when read with ``subgraphs``) and ``result``. ``subgraph=False``
+    leaves out ``checkpoint`` and ``state``."""
+    error = task.error
+    if isinstance(error, BaseException):
+        error = f"{type(error).__name__}({error})"
+    found = {
+        "id": task.id,
+        "name": task.name,
+        "error": jsonable(error) if error is not None else None,
+        "interrupts": [interrupt_json(i) for i in task.interrupts],
+    }
+    if subgraph:
+        nested = task.state
+        found["checkpoint"] = checkpoint_json(nested, thread) if isinstance(nested, dict) else None
+        found["state"] = state_json(nested, thread) if isinstance(nested, StateSnapshot) else None
+    found["result"] = jsonable(task.result) if task.result is not None else None
+    return found
+
+
+def state_json(snapshot: StateSnapshot, thread: Thread) -> dict:
+    """A ``StateSnapshot`` of ``thread`` as the Agent Server's ``ThreadState``."""
+    return {
+        "values": jsonable(snapshot.values),
+        "next": list(snapshot.next),
+        "checkpoint": checkpoint_json(snapshot.config, thread),
+        "metadata": jsonable(snapshot.metadata),
+        "created_at": snapshot.created_at,
+        "parent_checkpoint": checkpoint_json(snapshot.parent_config, thread),
+        "tasks": [task_json(t, thread) for t in snapshot.tasks],
+        "interrupts": [interrupt_json(i) for i in snapshot.interrupts],
+    }
+
+
+def thread_json(thread: Thread) -> dict:
+    """A thread as the Agent Server's ``Thread``: ``thread_id`` is its ``name``; its
+    metadata carries ``graph_id`` and ``assistant_id`` once a graph is bound; ``values``
+    and ``interrupts`` (by task id) are its latest state's."""
+    latest = engine.thread_state(thread)
+    interrupts: dict[str, list] = {}
+    for t in latest.tasks:
+        if t.interrupts:
+            interrupts[t.id] = [interrupt_json(i) for i in t.interrupts]
+    metadata = dict(thread.metadata)
+    if thread.graph:
+        metadata.update(graph_id=thread.graph, assistant_id=thread.graph)
+    return {
+        "thread_id": thread.name,
+        "created_at": thread.created_at,
+        "updated_at": thread.updated_at,
+        "metadata": metadata,
+        "status": thread.status,
+        "values": jsonable(latest.values),
+        "interrupts": interrupts,
+    }
+
+
+def run_json(run: Run) -> dict:
+    """A run as the Agent Server's ``Run``, plus what this server records: ``kind``
+    (start, resume, fork, replay), ``durability``, ``requested_by``, the checkpoint it
+    started from, ``interrupts`` it stopped at, ``error`` and why it was stopped.
+    ``run.thread`` is read: select it with the run."""
+    return {
+        "run_id": str(run.pk),
+        "thread_id": run.thread.name,
+        "assistant_id": run.graph,
+        "created_at": run.created_at,
+        "updated_at": run.ended_at or run.started_at or run.created_at,
+        "status": run.status,
+        "metadata": run.metadata,
+        "multitask_strategy": run.multitask_strategy,
+        "kind": run.kind,
+        "durability": run.durability,
+        "requested_by": run.requested_by,
+        "checkpoint_id": run.checkpoint_id or None,
+        "interrupts": run.interrupts,
+        "error": (
+            {"error": run.error_type, "message": run.error_message, "node": run.error_node}
+            if run.error_type
+            else None
+        ),
+        "stop_detail": run.stop_detail or None,
+    }
+
+
+def assistant_json(graph: str) -> dict:
+    """A registered graph as the Agent Server's ``Assistant``: one version, no config."""
+    return {
+        "assistant_id": graph,
+        "graph_id": graph,
+        "name": graph,
+        "description": None,
+        "config": {},
+        "context": {},
+        "metadata": {},
+        "version": 1,
+        "created_at": REGISTERED_AT,
+        "updated_at": REGISTERED_AT,
+    }
+
+
+def item_json(found) -> dict:
+    """A store ``Item`` (or ``SearchItem``, with its ``score``) as the Agent Server's."""
+    shaped = {
+        "namespace": list(found.namespace),
+        "key": found.key,
+        "value": found.value,
+        "created_at": found.created_at,
+        "updated_at": found.updated_at,
+    }
+    if getattr(found, "score", None) is not None:
+        shaped["score"] = found.score
+    return shaped

@@ -1,0 +1,95 @@
+"""``/threads/{thread_id}/state`` and ``/history``: a thread's state, latest or at a
+checkpoint, its checkpoints newest first, and ``update_state``, which forks the thread
+at a checkpoint (history is never edited)."""
+
+from __future__ import annotations
+
+from ninja import Query, Router
+
+from durable import engine
+from durable.api import access, shapes
+from durable.api.authentication import caller, may_change
+from durable.api.errors import ApiError
+from durable.api.schemas import (
+    CheckpointRef,
+    HistoryQuery,
+    StateAtCheckpoint,
+    StateQuery,
+    StateUpdate,
+    chosen_checkpoint,
+)
+from durable.models import Thread
+
+state = Router(tags=["threads"])
+
+
+def _state_at(thread: Thread, checkpoint_id: str, field: str, subgraphs: bool) -> dict:
+    """The state at ``checkpoint_id``; a refusal names ``field``, where the request
+    gave the id."""
+    try:
+        snapshot = engine.state_at(thread, checkpoint_id, subgraphs=subgraphs)
+    except engine.InvalidRequest as exc:
+        raise engine.InvalidRequest(field, exc.message) from None
+    return shapes.state_json(snapshot, thread)
+
+
+@state.get("/{thread_id}/state", summary="Get a thread's latest state")
+def get_state(request, thread_id: str, query: Query[StateQuery]):
+    """The latest ``ThreadState``; with ``subgraphs``, each task's subgraph state."""
+    thread = access.thread(request, thread_id)
+    return shapes.state_json(engine.thread_state(thread, subgraphs=query.subgraphs), thread)
+
+
+@state.post("/{thread_id}/state", summary="Update a thread's state (fork)")
+def update_state(request, thread_id: str, body: StateUpdate):
+    """``update_state`` at ``checkpoint`` (default: the latest) with ``values`` (state
+    keys; reducers apply), as if node ``as_node`` had written them (or LangGraph's
+    ``__copy__``, ``__input__``, ``__end__``). History is not edited: a new checkpoint
+    branches off that one. Returns ``{"checkpoint": ...}``, the new checkpoint."""
+    thread = access.thread(request, thread_id)
+    may_change(request)
+    checkpoint_id = chosen_checkpoint(body)
+    if checkpoint_id is None:
+        latest = engine.thread_state(thread).config["configurable"].get("checkpoint_id")
+        if latest is None:
+            raise ApiError(
+                409, f"Thread {thread.name!r} has no checkpoint to update yet.", "checkpoint"
+            )
+        checkpoint_id = latest
+    field = "checkpoint.checkpoint_id" if body.checkpoint else "checkpoint_id"
+    try:
+        forked = engine.fork(
+            thread, checkpoint_id, body.values, as_node=body.as_node, requested_by=caller(request)
+        )
+    except engine.InvalidRequest as exc:
+        if exc.field == "checkpoint_id":
+            raise engine.InvalidRequest(field, exc.message) from None
+        raise
+    return {"checkpoint": shapes.checkpoint_json(forked.config, thread)}
+
+
+@state.post("/{thread_id}/state/checkpoint", summary="Get a thread's state at a checkpoint")
+def post_state_at(request, thread_id: str, body: StateAtCheckpoint):
+    thread = access.thread(request, thread_id)
+    checkpoint_id = body.checkpoint.checkpoint_id
+    return _state_at(thread, checkpoint_id, "checkpoint.checkpoint_id", body.subgraphs)
+
+
+@state.get("/{thread_id}/state/{checkpoint_id}", summary="Get a thread's state at a checkpoint")
+def get_state_at(request, thread_id: str, checkpoint_id: str, query: Query[StateQuery]):
+    thread = access.thread(request, thread_id)
+    return _state_at(thread, checkpoint_id, "checkpoint_id", query.subgraphs)
+
+
+@state.post("/{thread_id}/history", summary="List a thread's checkpoints, newest first")
+def get_history(request, thread_id: str, body: HistoryQuery = None):
+    """At most ``limit`` (1-1000) states, newest first: older than checkpoint ``before``
+    (an id, or a checkpoint object), with metadata matching ``metadata`` (also accepted
+    as ``filter``)."""
+    body = body or HistoryQuery()
+    thread = access.thread(request, thread_id)
+    if body.checkpoint and body.checkpoint.checkpoint_ns:
+        raise ApiError(422, "Subgraph histories are not served yet.", "checkpoint.checkpoint_ns")
+    before = body.before.checkpoint_id if isinstance(body.before, CheckpointRef) else body.before
+    history = engine.thread_history(thread, body.limit, before=before, filter=body.metadata)
+    return [shapes.state_json(s, thread) for s in history]
