@@ -532,6 +532,7 @@ BAD_REQUESTS = [
     ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "checkpoint_id": "{latest}"}, 422, "input", "takes no input"),
     ("POST", f"{ON_T1}/runs", {"assistant_id": "parallel_review", "input": {}}, 422, "assistant_id", "runs graph 'expense_approval'"),
     ("POST", "/threads/nope/runs", {**RUN, "input": {}}, 404, "thread_id", "not found"),
+    ("POST", "/threads/count/runs", {**RUN, "input": {}, "if_not_exists": "create"}, 422, "thread_id", "'search' or 'count'"),
     ("POST", "/threads/bare/runs", {**RUN, "command": {"resume": 1}}, 422, "command.resume", "no pending interrupt"),
     ("POST", f"{ON_T1}/runs/wait", {**RUN, "input": {"salary": 1}}, 422, "input", "Unknown input key"),
     ("POST", f"{ON_T1}/runs/stream", {**RUN, "input": {"salary": 1}}, 422, "input", "Unknown input key"),

@@ -17,6 +17,7 @@ from dashboard import access, diffs, graphpic, present
 from dashboard.views.history import form_errors, query_params
 from dashboard.views.pages import render_page
 from durable import engine, history
+from durable.api import shapes
 from durable.values import jsonable
 
 NS_MAX_LENGTH = 2000
@@ -117,16 +118,7 @@ def checkpoint_json(request, pk: int, checkpoint_id: str):
             "checkpoint_id": checkpoint_id,
             "values": snapshot.values,
             "next": list(snapshot.next),
-            "tasks": [
-                {
-                    "id": t.id,
-                    "name": t.name,
-                    "error": repr(t.error) if t.error else None,
-                    "interrupts": [{"id": i.id, "value": i.value} for i in t.interrupts],
-                    "result": t.result,
-                }
-                for t in snapshot.tasks
-            ],
+            "tasks": [shapes.task_json(t, thread, subgraph=False) for t in snapshot.tasks],
             "pending_writes": [
                 {"task_id": task_id, "channel": channel, "value": value}
                 for task_id, channel, value in writes
