@@ -10,19 +10,13 @@ console's threads (``Thread`` rows) of those graphs:
 - any other thread, when ``keep_last`` is N, keeps its last N checkpoints per namespace.
 
 **Survivors are never broken.** For every thread that survives, ``graph.get_state()``
-reads the same values, ``next`` and pending interrupts before and after: the latest
-checkpoint keeps its pending writes (where interrupts and a failed super-step's results
-are), and a ``DeltaChannel`` value, which LangGraph rebuilds from the writes of ancestor
-checkpoints back to the nearest stored snapshot (``get_delta_channel_history``), keeps
-that chain of ancestors with their writes: the first safe option in the ``prune``
-docstring of ``langgraph/checkpoint/base``. So a DeltaChannel thread keeps a few more
-checkpoints than asked, no snapshot is rewritten, and the kept checkpoints read exactly
-as before.
+reads the same values, ``next`` and pending interrupts before and after: the saver's
+prune keeps the latest checkpoints' pending writes and the ancestors their
+``DeltaChannel`` values are rebuilt from (``DjangoSaver.prune``).
 
-**Deletion goes through the saver**, so no checkpoint, blob or write is left behind:
-``DjangoSaver.delete_thread``, ``DjangoSaver.prune(strategy="keep_latest")``, and for
-``keep_last`` N the saver's own deletion of checkpoints (their writes, and the blobs no
-kept checkpoint uses) with the same DeltaChannel rule as its ``prune``.
+**Deletion goes through the saver's public API**, so no checkpoint, blob or write is
+left behind: ``DjangoSaver.delete_thread`` and ``DjangoSaver.prune(keep_last=N)``; a
+dry run asks ``DjangoSaver.prune_plan`` what the same prune would remove.
 
 **Batches and concurrency.** Candidate threads are read ``batch_size`` at a time, by
 primary key; each batch is one transaction that locks its thread rows first (PostgreSQL:
@@ -44,69 +38,29 @@ nothing. ``apply`` serves the schedule (``sweep``, the Celery task
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from durable import audit
-from durable.models import (
-    AuditEvent,
-    Checkpoint,
-    CheckpointBlob,
-    CheckpointWrite,
-    RetentionPolicy,
-    Run,
-    Tenant,
-    Thread,
-)
-from durable.persistence.checkpoint import DjangoSaver
+from durable.models import AuditEvent, Checkpoint, RetentionPolicy, Run, Tenant, Thread
+from durable.persistence.checkpoint import Counts, DjangoSaver
 
 logger = logging.getLogger(__name__)
 
 ACTOR = "retention"
 BATCH_SIZE = 100
-_CHUNK = 5000
 
 DELETE = "delete"
 PRUNE = "prune"
 SKIP = "skip"
 ERROR = "error"
-
-
-@dataclass
-class Counts:
-    """Rows of one thread, or removed from it: checkpoints, blobs, writes."""
-
-    checkpoints: int = 0
-    blobs: int = 0
-    writes: int = 0
-
-    def __add__(self, other: Counts) -> Counts:
-        return Counts(
-            self.checkpoints + other.checkpoints,
-            self.blobs + other.blobs,
-            self.writes + other.writes,
-        )
-
-    def __sub__(self, other: Counts) -> Counts:
-        return Counts(
-            self.checkpoints - other.checkpoints,
-            self.blobs - other.blobs,
-            self.writes - other.writes,
-        )
-
-    def __bool__(self) -> bool:
-        return bool(self.checkpoints or self.blobs or self.writes)
-
-    def as_dict(self) -> dict[str, int]:
-        return {"checkpoints": self.checkpoints, "blobs": self.blobs, "writes": self.writes}
 
 
 @dataclass(frozen=True)
@@ -455,22 +409,20 @@ def _outcome(thread: Thread, rule: Rule, action: str, **fields) -> Outcome:
 
 def _plan(saver: DjangoSaver, thread: Thread, rule: Rule) -> Outcome:
     """What ``rule`` would remove from ``thread``, read without changing anything."""
-    total = counts(thread.thread_id)
     head = audit.head_checkpoint(thread)
     if rule.action == DELETE:
-        return _outcome(thread, rule, DELETE, removed=total, before=head)
-    removed = Counts()
-    for ns, _kept, doomed in keep_sets(saver, thread.thread_id, rule.keep):
-        removed += _removal(thread.thread_id, ns, doomed)
+        plan = saver.prune_plan([thread.thread_id], strategy="delete")[thread.thread_id]
+        return _outcome(thread, rule, DELETE, removed=plan.removed, before=head)
+    plan = saver.prune_plan([thread.thread_id], keep_last=rule.keep)[thread.thread_id]
     return _outcome(
-        thread, rule, PRUNE, removed=removed, kept=total - removed, before=head, after=head
+        thread, rule, PRUNE, removed=plan.removed, kept=plan.kept, before=head, after=head
     )
 
 
 def _act(saver: DjangoSaver, thread: Thread, rule: Rule, actor: Any, reason: str) -> Outcome:
     try:
         with transaction.atomic():
-            before = counts(thread.thread_id)
+            before = saver.count_rows(thread.thread_id)
             head = audit.head_checkpoint(thread)
             if rule.action == DELETE:
                 outcome = _outcome(thread, rule, DELETE, removed=before, before=head)
@@ -478,8 +430,8 @@ def _act(saver: DjangoSaver, thread: Thread, rule: Rule, actor: Any, reason: str
                 saver.delete_thread(thread.thread_id)
                 thread.delete()
                 return outcome
-            prune(saver, thread.thread_id, rule.keep)
-            after = counts(thread.thread_id)
+            saver.prune([thread.thread_id], keep_last=rule.keep)
+            after = saver.count_rows(thread.thread_id)
             outcome = _outcome(
                 thread,
                 rule,
@@ -517,122 +469,6 @@ def _record(outcome: Outcome, thread: Thread, rule: Rule, actor: Any, reason: st
         reason=reason or rule.why,
         detail=detail,
     )
-
-
-# -- pruning one thread ----------------------------------------------------------------------
-
-
-def prune(saver: DjangoSaver, thread_id: str, keep: int) -> None:
-    """Prune ``thread_id`` to its last ``keep`` checkpoints per namespace, plus what their
-    DeltaChannel values are rebuilt from. ``keep`` 1 is the saver's ``prune`` with
-    ``keep_latest``; more uses the saver's deletion with the same rule."""
-    if keep == 1:
-        saver.prune([thread_id], strategy="keep_latest")
-        return
-    with transaction.atomic(using=saver.using):
-        for ns, _kept, doomed in keep_sets(saver, thread_id, keep):
-            if not doomed:
-                continue
-            saver._delete_checkpoints(thread_id, ns, doomed)
-            # A kept checkpoint whose parent is gone becomes a root, as in the saver's
-            # keep_latest: no parent id points at a checkpoint that no longer exists.
-            rows = Checkpoint.objects.using(saver.using).filter(
-                thread_id=thread_id, checkpoint_ns=ns
-            )
-            for chunk in _chunks(doomed):
-                rows.filter(parent_checkpoint_id__in=chunk).update(parent_checkpoint_id=None)
-
-
-def keep_sets(
-    saver: DjangoSaver, thread_id: str, keep: int
-) -> list[tuple[str, set[str], list[str]]]:
-    """Per namespace of ``thread_id``: (namespace, ids kept, ids to delete) when keeping
-    the last ``keep`` checkpoints. Kept too: for each kept checkpoint whose parent is not
-    kept, the ancestors its DeltaChannel values are rebuilt from, back to the nearest
-    stored snapshot of each channel (``DjangoSaver._delta_chain``, what the saver's own
-    ``keep_latest`` keeps). Checkpoints newer than those read are never to be deleted."""
-    checkpoints = Checkpoint.objects.using(saver.using).filter(thread_id=thread_id)
-    namespaces = sorted(set(checkpoints.values_list("checkpoint_ns", flat=True)))
-    result = []
-    for ns in namespaces:
-        in_ns = checkpoints.filter(checkpoint_ns=ns)
-        newest = list(
-            in_ns.order_by("-checkpoint_id").values_list(
-                "checkpoint_id", "parent_checkpoint_id", "metadata"
-            )[:keep]
-        )
-        kept = {checkpoint_id for checkpoint_id, _, _ in newest}
-        channels = sorted(
-            {
-                channel
-                for _, _, metadata in newest
-                for channel in (metadata or {}).get("counters_since_delta_snapshot") or {}
-            }
-        )
-        for _, parent, _ in newest:
-            if channels and parent and parent not in kept:
-                chain, _ = saver._delta_chain(thread_id, ns, parent, channels)
-                kept.update(chain)
-        oldest = newest[-1][0]
-        doomed = [
-            checkpoint_id
-            for checkpoint_id in in_ns.filter(checkpoint_id__lte=oldest).values_list(
-                "checkpoint_id", flat=True
-            )
-            if checkpoint_id not in kept
-        ]
-        result.append((ns, kept, doomed))
-    return result
-
-
-def _removal(thread_id: str, ns: str, doomed: list[str]) -> Counts:
-    """What deleting ``doomed`` checkpoints of one namespace removes: them, their
-    writes, and the blobs of channel versions no other checkpoint there uses (what
-    ``DjangoSaver._delete_checkpoints`` deletes)."""
-    if not doomed:
-        return Counts()
-    doomed_set = set(doomed)
-    freed: set[tuple[str, str]] = set()
-    used: set[tuple[str, str]] = set()
-    rows = Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns=ns)
-    for checkpoint_id, versions in rows.values_list("checkpoint_id", "channel_versions"):
-        pairs = {(channel, str(version)) for channel, version in (versions or {}).items()}
-        (freed if checkpoint_id in doomed_set else used).update(pairs)
-    freed -= used
-    writes = sum(
-        CheckpointWrite.objects.filter(
-            thread_id=thread_id, checkpoint_ns=ns, checkpoint_id__in=chunk
-        ).count()
-        for chunk in _chunks(doomed)
-    )
-    by_channel: dict[str, list[str]] = defaultdict(list)
-    for channel, version in freed:
-        by_channel[channel].append(version)
-    blobs = sum(
-        CheckpointBlob.objects.filter(
-            thread_id=thread_id, checkpoint_ns=ns, channel=channel, version__in=chunk
-        ).count()
-        for channel, versions in by_channel.items()
-        for chunk in _chunks(versions)
-    )
-    return Counts(len(doomed), blobs, writes)
-
-
-def counts(thread_id: str) -> Counts:
-    """The thread's checkpoints, blobs and writes, in every namespace: one query."""
-    quote = connection.ops.quote_name
-    tables = [quote(m._meta.db_table) for m in (Checkpoint, CheckpointBlob, CheckpointWrite)]
-    query = "SELECT " + ", ".join(
-        f"(SELECT COUNT(*) FROM {table} WHERE thread_id = %s)" for table in tables
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(query, [thread_id] * 3)
-        return Counts(*cursor.fetchone())
-
-
-def _chunks(items: list[str]) -> Iterable[list[str]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
 
 
 def _age(delta) -> str:
