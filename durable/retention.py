@@ -1,38 +1,18 @@
 """Retention: how much history each tenant keeps (``RetentionPolicy``), applied in batches.
 
-A policy belongs to a tenant and to one of its graphs (``graph``), or to every graph of
-the tenant that has no enabled policy of its own (``graph`` blank). It acts on the
-console's threads (``Thread`` rows) of those graphs:
+A policy belongs to a tenant and one of its graphs (``graph``), or to every graph of the
+tenant without an enabled policy of its own (``graph`` blank). A thread not updated for
+``max_age`` is deleted (the thread, its runs, every checkpoint, blob and write) or pruned
+to its latest checkpoint per namespace; any other thread, when ``keep_last`` is N, keeps
+its last N per namespace. Pruning is the saver's (``DjangoSaver.prune``, its dry run
+``prune_plan``), so survivors read as before, DeltaChannel values included.
 
-- a thread not updated for ``max_age`` is deleted (``delete``: the thread, its runs and
-  every checkpoint, blob and write) or pruned to its latest checkpoint per namespace
-  (``keep_latest``);
-- any other thread, when ``keep_last`` is N, keeps its last N checkpoints per namespace.
-
-**Survivors are never broken.** For every thread that survives, ``graph.get_state()``
-reads the same values, ``next`` and pending interrupts before and after: the saver's
-prune keeps the latest checkpoints' pending writes and the ancestors their
-``DeltaChannel`` values are rebuilt from (``DjangoSaver.prune``).
-
-**Deletion goes through the saver's public API**, so no checkpoint, blob or write is
-left behind: ``DjangoSaver.delete_thread`` and ``DjangoSaver.prune(keep_last=N)``; a
-dry run asks ``DjangoSaver.prune_plan`` what the same prune would remove.
-
-**Batches and concurrency.** Candidate threads are read ``batch_size`` at a time, by
-primary key; each batch is one transaction that locks its thread rows first (PostgreSQL:
-``SELECT ... FOR UPDATE SKIP LOCKED``, so two sweeps at once share the work and a thread
-that a request holds is left for the next sweep; SQLite's transaction holds the database's
-one write lock). A thread with an active run (``Run.ACTIVE``: pending or running) is
-skipped: its worker may be appending checkpoints, and a run cannot be requested while
-the batch holds the thread's lock. Each thread is pruned or deleted in a savepoint with
-its ``AuditEvent`` (``prune`` or ``delete``: actor, the head checkpoint before and after,
-the counts removed and kept), so the action and its record commit together; a thread
-that fails is rolled back alone, logged, and reported as an error.
-
-A dry run reads the same candidates and reports what each thread would lose, changing
-nothing. ``apply`` serves the schedule (``sweep``, the Celery task
-``durable.sweep_retention``) and ``manage.py prune_threads``; ``prune_threads`` and
-``delete_threads`` serve the admin's actions on chosen threads.
+Candidate threads are read ``batch_size`` at a time, each batch one transaction that
+locks its thread rows first (PostgreSQL: ``FOR UPDATE SKIP LOCKED``, so two sweeps share
+the work); a thread with an active run (``Run.ACTIVE``) is skipped. Each thread is pruned
+or deleted in a savepoint with its ``AuditEvent``; one that fails is rolled back alone and
+reported as an error. ``apply`` serves the schedule (``sweep``) and ``manage.py
+prune_threads``; ``prune_threads`` and ``delete_threads`` the admin's actions.
 """
 
 from __future__ import annotations
@@ -51,6 +31,7 @@ from django.utils import timezone
 from durable import audit
 from durable.models import AuditEvent, Checkpoint, RetentionPolicy, Run, Tenant, Thread
 from durable.persistence.checkpoint import Counts, DjangoSaver
+from durable.persistence.store import DjangoStore
 
 logger = logging.getLogger(__name__)
 
@@ -330,8 +311,6 @@ def _every(threads, rule: Rule, dry_run: bool, actor: Any, reason: str, batch_si
 def sweep(*, batch_size: int = BATCH_SIZE) -> dict[str, Any]:
     """The scheduled job (Celery task ``durable.sweep_retention``): apply every enabled
     policy, then delete the store's expired items (``DjangoStore.sweep_ttl``)."""
-    from durable.persistence.store import DjangoStore
-
     report = apply(batch_size=batch_size)
     expired = DjangoStore().sweep_ttl()
     logger.info("retention: %s Store: %d expired items deleted.", report.summary(), expired)
@@ -378,7 +357,7 @@ def _sweep(
             # Read after the rows are locked: no run can be requested on them now.
             busy = set(
                 Run.objects.filter(thread__in=batch, status__in=Run.ACTIVE).values_list(
-                    "thread_id", flat=True
+                    "thread", flat=True
                 )
             )
             for thread in batch:

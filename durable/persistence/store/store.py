@@ -71,8 +71,8 @@ class CodePoints(Func):
 
 # Search order without a query, and the tie order of equal scores with one: newest
 # first, then key and namespace by code point, the same on SQLite and PostgreSQL (and
-# there the cheap comparison: the database collation's cost ~3% of a search whose sort
-# sees 2,500 rows of one batch, all with one updated_at). _order_sql is the same as SQL.
+# there cheaper than the database collation: benchmarks/NOTES.md). _order_sql is the
+# same as SQL.
 ORDER = (F("updated_at").desc(), CodePoints("key").asc(), CodePoints("namespace").asc())
 # The columns a put writes; an update keeps namespace, key and created_at.
 _WRITTEN = (
@@ -332,7 +332,7 @@ class DjangoStore(BaseStore):
         if op.filter:
             conditions.append(filter_sql(vendor, _VALUE_COLUMN, op.filter))
         # Last, so PostgreSQL tests it only on rows the filter keeps: expires_at comes
-        # late in the row, and reaching it on every row of the prefix cost ~2%.
+        # late in the row, and reaching it on every row of the prefix costs (NOTES.md).
         conditions.append(
             ("(expires_at IS NULL OR expires_at > %s)", [_db_datetime(self.using, now)])
         )
