@@ -334,7 +334,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         ``checkpoint_ns``, and to one checkpoint when it carries ``checkpoint_id``;
         ``filter`` keeps checkpoints whose metadata has each key equal to the value;
         ``before`` keeps checkpoints older than that config's checkpoint id; ``limit``
-        caps the count. Rows are read ``LIST_PAGE_SIZE`` at a time.
+        caps the count. Rows are read ``rows.LIST_PAGE_SIZE`` at a time.
         """
         pages = Pages(limit)
         while pages.next_size():
