@@ -1,112 +1,47 @@
 """Retention: how much history each tenant keeps (``RetentionPolicy``), applied in batches.
 
-A policy belongs to a tenant and to one of its graphs (``graph``), or to every graph of
-the tenant that has no enabled policy of its own (``graph`` blank). It acts on the
-console's threads (``Thread`` rows) of those graphs:
+A policy belongs to a tenant and one of its graphs (``graph``), or to every graph of the
+tenant without an enabled policy of its own (``graph`` blank). A thread not updated for
+``max_age`` is deleted (the thread, its runs, every checkpoint, blob and write) or pruned
+to its latest checkpoint per namespace; any other thread, when ``keep_last`` is N, keeps
+its last N per namespace. Pruning is the saver's (``DjangoSaver.prune``, its dry run
+``prune_plan``), so survivors read as before, DeltaChannel values included.
 
-- a thread not updated for ``max_age`` is deleted (``delete``: the thread, its runs and
-  every checkpoint, blob and write) or pruned to its latest checkpoint per namespace
-  (``keep_latest``);
-- any other thread, when ``keep_last`` is N, keeps its last N checkpoints per namespace.
-
-**Survivors are never broken.** For every thread that survives, ``graph.get_state()``
-reads the same values, ``next`` and pending interrupts before and after: the latest
-checkpoint keeps its pending writes (where interrupts and a failed super-step's results
-are), and a ``DeltaChannel`` value, which LangGraph rebuilds from the writes of ancestor
-checkpoints back to the nearest stored snapshot (``get_delta_channel_history``), keeps
-that chain of ancestors with their writes: the first safe option in the ``prune``
-docstring of ``langgraph/checkpoint/base``. So a DeltaChannel thread keeps a few more
-checkpoints than asked, no snapshot is rewritten, and the kept checkpoints read exactly
-as before.
-
-**Deletion goes through the saver**, so no checkpoint, blob or write is left behind:
-``DjangoSaver.delete_thread``, ``DjangoSaver.prune(strategy="keep_latest")``, and for
-``keep_last`` N the saver's own deletion of checkpoints (their writes, and the blobs no
-kept checkpoint uses) with the same DeltaChannel rule as its ``prune``.
-
-**Batches and concurrency.** Candidate threads are read ``batch_size`` at a time, by
-primary key; each batch is one transaction that locks its thread rows first (PostgreSQL:
-``SELECT ... FOR UPDATE SKIP LOCKED``, so two sweeps at once share the work and a thread
-that a request holds is left for the next sweep; SQLite's transaction holds the database's
-one write lock). A thread with an active run (``Run.ACTIVE``: pending or running) is
-skipped: its worker may be appending checkpoints, and a run cannot be requested while
-the batch holds the thread's lock. Each thread is pruned or deleted in a savepoint with
-its ``AuditEvent`` (``prune`` or ``delete``: actor, the head checkpoint before and after,
-the counts removed and kept), so the action and its record commit together; a thread
-that fails is rolled back alone, logged, and reported as an error.
-
-A dry run reads the same candidates and reports what each thread would lose, changing
-nothing. ``apply`` serves the schedule (``sweep``, the Celery task
-``durable.sweep_retention``) and ``manage.py prune_threads``; ``prune_threads`` and
-``delete_threads`` serve the admin's actions on chosen threads.
+Candidate threads are read ``batch_size`` at a time, each batch one transaction that
+locks its thread rows first (PostgreSQL: ``FOR UPDATE SKIP LOCKED``, so two sweeps share
+the work); a thread with an active run (``Run.ACTIVE``) is skipped. Each thread is pruned
+or deleted in a savepoint with its ``AuditEvent``; one that fails is rolled back alone and
+reported as an error. ``apply`` serves the schedule (``sweep``) and ``manage.py
+prune_threads``; ``prune_threads`` and ``delete_threads`` the admin's actions.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from durable import audit
-from durable.models import (
-    AuditEvent,
-    Checkpoint,
-    CheckpointBlob,
-    CheckpointWrite,
-    RetentionPolicy,
-    Run,
-    Tenant,
-    Thread,
-)
-from durable.persistence.checkpoint import DjangoSaver
+from durable.models import AuditEvent, Checkpoint, RetentionPolicy, Run, Tenant, Thread
+from durable.persistence.checkpoint import Counts, DjangoSaver
+from durable.persistence.store import DjangoStore
 
 logger = logging.getLogger(__name__)
 
 ACTOR = "retention"
 BATCH_SIZE = 100
-_CHUNK = 5000
 
 DELETE = "delete"
 PRUNE = "prune"
 SKIP = "skip"
 ERROR = "error"
-
-
-@dataclass
-class Counts:
-    """Rows of one thread, or removed from it: checkpoints, blobs, writes."""
-
-    checkpoints: int = 0
-    blobs: int = 0
-    writes: int = 0
-
-    def __add__(self, other: Counts) -> Counts:
-        return Counts(
-            self.checkpoints + other.checkpoints,
-            self.blobs + other.blobs,
-            self.writes + other.writes,
-        )
-
-    def __sub__(self, other: Counts) -> Counts:
-        return Counts(
-            self.checkpoints - other.checkpoints,
-            self.blobs - other.blobs,
-            self.writes - other.writes,
-        )
-
-    def __bool__(self) -> bool:
-        return bool(self.checkpoints or self.blobs or self.writes)
-
-    def as_dict(self) -> dict[str, int]:
-        return {"checkpoints": self.checkpoints, "blobs": self.blobs, "writes": self.writes}
 
 
 @dataclass(frozen=True)
@@ -376,8 +311,6 @@ def _every(threads, rule: Rule, dry_run: bool, actor: Any, reason: str, batch_si
 def sweep(*, batch_size: int = BATCH_SIZE) -> dict[str, Any]:
     """The scheduled job (Celery task ``durable.sweep_retention``): apply every enabled
     policy, then delete the store's expired items (``DjangoStore.sweep_ttl``)."""
-    from durable.persistence.store import DjangoStore
-
     report = apply(batch_size=batch_size)
     expired = DjangoStore().sweep_ttl()
     logger.info("retention: %s Store: %d expired items deleted.", report.summary(), expired)
@@ -424,7 +357,7 @@ def _sweep(
             # Read after the rows are locked: no run can be requested on them now.
             busy = set(
                 Run.objects.filter(thread__in=batch, status__in=Run.ACTIVE).values_list(
-                    "thread_id", flat=True
+                    "thread", flat=True
                 )
             )
             for thread in batch:
@@ -455,22 +388,20 @@ def _outcome(thread: Thread, rule: Rule, action: str, **fields) -> Outcome:
 
 def _plan(saver: DjangoSaver, thread: Thread, rule: Rule) -> Outcome:
     """What ``rule`` would remove from ``thread``, read without changing anything."""
-    total = counts(thread.thread_id)
     head = audit.head_checkpoint(thread)
     if rule.action == DELETE:
-        return _outcome(thread, rule, DELETE, removed=total, before=head)
-    removed = Counts()
-    for ns, _kept, doomed in keep_sets(saver, thread.thread_id, rule.keep):
-        removed += _removal(thread.thread_id, ns, doomed)
+        plan = saver.prune_plan([thread.thread_id], strategy="delete")[thread.thread_id]
+        return _outcome(thread, rule, DELETE, removed=plan.removed, before=head)
+    plan = saver.prune_plan([thread.thread_id], keep_last=rule.keep)[thread.thread_id]
     return _outcome(
-        thread, rule, PRUNE, removed=removed, kept=total - removed, before=head, after=head
+        thread, rule, PRUNE, removed=plan.removed, kept=plan.kept, before=head, after=head
     )
 
 
 def _act(saver: DjangoSaver, thread: Thread, rule: Rule, actor: Any, reason: str) -> Outcome:
     try:
         with transaction.atomic():
-            before = counts(thread.thread_id)
+            before = saver.count_rows(thread.thread_id)
             head = audit.head_checkpoint(thread)
             if rule.action == DELETE:
                 outcome = _outcome(thread, rule, DELETE, removed=before, before=head)
@@ -478,8 +409,8 @@ def _act(saver: DjangoSaver, thread: Thread, rule: Rule, actor: Any, reason: str
                 saver.delete_thread(thread.thread_id)
                 thread.delete()
                 return outcome
-            prune(saver, thread.thread_id, rule.keep)
-            after = counts(thread.thread_id)
+            saver.prune([thread.thread_id], keep_last=rule.keep)
+            after = saver.count_rows(thread.thread_id)
             outcome = _outcome(
                 thread,
                 rule,
@@ -517,122 +448,6 @@ def _record(outcome: Outcome, thread: Thread, rule: Rule, actor: Any, reason: st
         reason=reason or rule.why,
         detail=detail,
     )
-
-
-# -- pruning one thread ----------------------------------------------------------------------
-
-
-def prune(saver: DjangoSaver, thread_id: str, keep: int) -> None:
-    """Prune ``thread_id`` to its last ``keep`` checkpoints per namespace, plus what their
-    DeltaChannel values are rebuilt from. ``keep`` 1 is the saver's ``prune`` with
-    ``keep_latest``; more uses the saver's deletion with the same rule."""
-    if keep == 1:
-        saver.prune([thread_id], strategy="keep_latest")
-        return
-    with transaction.atomic(using=saver.using):
-        for ns, _kept, doomed in keep_sets(saver, thread_id, keep):
-            if not doomed:
-                continue
-            saver._delete_checkpoints(thread_id, ns, doomed)
-            # A kept checkpoint whose parent is gone becomes a root, as in the saver's
-            # keep_latest: no parent id points at a checkpoint that no longer exists.
-            rows = Checkpoint.objects.using(saver.using).filter(
-                thread_id=thread_id, checkpoint_ns=ns
-            )
-            for chunk in _chunks(doomed):
-                rows.filter(parent_checkpoint_id__in=chunk).update(parent_checkpoint_id=None)
-
-
-def keep_sets(
-    saver: DjangoSaver, thread_id: str, keep: int
-) -> list[tuple[str, set[str], list[str]]]:
-    """Per namespace of ``thread_id``: (namespace, ids kept, ids to delete) when keeping
-    the last ``keep`` checkpoints. Kept too: for each kept checkpoint whose parent is not
-    kept, the ancestors its DeltaChannel values are rebuilt from, back to the nearest
-    stored snapshot of each channel (``DjangoSaver._delta_chain``, what the saver's own
-    ``keep_latest`` keeps). Checkpoints newer than those read are never to be deleted."""
-    checkpoints = Checkpoint.objects.using(saver.using).filter(thread_id=thread_id)
-    namespaces = sorted(set(checkpoints.values_list("checkpoint_ns", flat=True)))
-    result = []
-    for ns in namespaces:
-        in_ns = checkpoints.filter(checkpoint_ns=ns)
-        newest = list(
-            in_ns.order_by("-checkpoint_id").values_list(
-                "checkpoint_id", "parent_checkpoint_id", "metadata"
-            )[:keep]
-        )
-        kept = {checkpoint_id for checkpoint_id, _, _ in newest}
-        channels = sorted(
-            {
-                channel
-                for _, _, metadata in newest
-                for channel in (metadata or {}).get("counters_since_delta_snapshot") or {}
-            }
-        )
-        for _, parent, _ in newest:
-            if channels and parent and parent not in kept:
-                chain, _ = saver._delta_chain(thread_id, ns, parent, channels)
-                kept.update(chain)
-        oldest = newest[-1][0]
-        doomed = [
-            checkpoint_id
-            for checkpoint_id in in_ns.filter(checkpoint_id__lte=oldest).values_list(
-                "checkpoint_id", flat=True
-            )
-            if checkpoint_id not in kept
-        ]
-        result.append((ns, kept, doomed))
-    return result
-
-
-def _removal(thread_id: str, ns: str, doomed: list[str]) -> Counts:
-    """What deleting ``doomed`` checkpoints of one namespace removes: them, their
-    writes, and the blobs of channel versions no other checkpoint there uses (what
-    ``DjangoSaver._delete_checkpoints`` deletes)."""
-    if not doomed:
-        return Counts()
-    doomed_set = set(doomed)
-    freed: set[tuple[str, str]] = set()
-    used: set[tuple[str, str]] = set()
-    rows = Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns=ns)
-    for checkpoint_id, versions in rows.values_list("checkpoint_id", "channel_versions"):
-        pairs = {(channel, str(version)) for channel, version in (versions or {}).items()}
-        (freed if checkpoint_id in doomed_set else used).update(pairs)
-    freed -= used
-    writes = sum(
-        CheckpointWrite.objects.filter(
-            thread_id=thread_id, checkpoint_ns=ns, checkpoint_id__in=chunk
-        ).count()
-        for chunk in _chunks(doomed)
-    )
-    by_channel: dict[str, list[str]] = defaultdict(list)
-    for channel, version in freed:
-        by_channel[channel].append(version)
-    blobs = sum(
-        CheckpointBlob.objects.filter(
-            thread_id=thread_id, checkpoint_ns=ns, channel=channel, version__in=chunk
-        ).count()
-        for channel, versions in by_channel.items()
-        for chunk in _chunks(versions)
-    )
-    return Counts(len(doomed), blobs, writes)
-
-
-def counts(thread_id: str) -> Counts:
-    """The thread's checkpoints, blobs and writes, in every namespace: one query."""
-    quote = connection.ops.quote_name
-    tables = [quote(m._meta.db_table) for m in (Checkpoint, CheckpointBlob, CheckpointWrite)]
-    query = "SELECT " + ", ".join(
-        f"(SELECT COUNT(*) FROM {table} WHERE thread_id = %s)" for table in tables
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(query, [thread_id] * 3)
-        return Counts(*cursor.fetchone())
-
-
-def _chunks(items: list[str]) -> Iterable[list[str]]:
-    for start in range(0, len(items), _CHUNK):
-        yield items[start : start + _CHUNK]
 
 
 def _age(delta) -> str:

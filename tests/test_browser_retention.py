@@ -15,6 +15,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from durable import retention
 from durable.models import AuditEvent, Thread
+from durable.persistence.checkpoint import DjangoSaver
 from tests.conftest import log_in
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
 from tests.test_retention import history, retention_graphs, root_ids  # noqa: F401
@@ -55,7 +56,7 @@ def test_an_admin_prunes_a_thread_after_a_dry_run_and_finds_it_in_the_audit(admi
     thread = history("retention_nested", 6, name="order-1042")
     plan = retention.prune_threads(Thread.objects.filter(pk=thread.pk), dry_run=True)
     [outcome] = plan.outcomes
-    before = retention.counts(thread.thread_id)
+    before = DjangoSaver().count_rows(thread.thread_id)
     assert outcome.removed.checkpoints > 0
 
     page.goto(f"{web.url}/admin/durable/thread/")
@@ -73,7 +74,7 @@ def test_an_admin_prunes_a_thread_after_a_dry_run_and_finds_it_in_the_audit(admi
         f"Would remove {outcome.removed.checkpoints} checkpoints"
     )
     shot(page, "retention-confirm")
-    assert retention.counts(thread.thread_id) == before
+    assert DjangoSaver().count_rows(thread.thread_id) == before
     assert not AuditEvent.objects.filter(action="prune").exists()
 
     page.get_by_label("Reason (kept in the audit trail):").fill("history past its use")
@@ -82,7 +83,7 @@ def test_an_admin_prunes_a_thread_after_a_dry_run_and_finds_it_in_the_audit(admi
     expect(page).to_have_url(re.compile(r"/admin/durable/thread/$"))
     expect(page.get_by_text(f"Removed {outcome.removed.checkpoints} checkpoints")).to_be_visible()
     assert len(root_ids(thread)) == 1
-    assert retention.counts(thread.thread_id) == before - outcome.removed
+    assert DjangoSaver().count_rows(thread.thread_id) == before - outcome.removed
 
     page.goto(f"{web.url}/audit/?action=prune")
     entry = page.locator("table.audit tbody tr").filter(has_text=thread.name)

@@ -169,7 +169,7 @@ def by_thread(report: retention.Report) -> dict[int, retention.Outcome]:
 
 
 def rows_of(thread_id: str) -> retention.Counts:
-    return retention.counts(thread_id)
+    return DjangoSaver().count_rows(thread_id)
 
 
 def resume(graph: str, thread_id: str) -> dict:

@@ -3,7 +3,8 @@
 The contract is ``langgraph.store.base.BaseStore`` (``langgraph/store/base/__init__.py``);
 ``InMemoryStore`` (``langgraph/store/memory``) and ``PostgresStore``
 (``langgraph/store/postgres/base.py``) are the reference behaviours. Rows are
-``durable.models.StoreItem``.
+``durable.models.StoreItem``. A batch's ops are checked first (``checks``); search
+filters and namespace prefixes compile in ``filters``.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from contextlib import nullcontext
 from datetime import datetime, timedelta
 from functools import cache, cached_property
@@ -21,7 +21,7 @@ from itertools import islice
 from typing import Any
 
 from django.db import DatabaseError, connections, transaction
-from django.db.models import BooleanField, F, FloatField, Func, Q, QuerySet
+from django.db.models import F, FloatField, Func, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -30,10 +30,8 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -43,13 +41,20 @@ from langgraph.store.base import (
     ensure_embeddings,
     get_text_at_path,
     tokenize_path,
-    validate_op_namespace,
 )
 
 from durable import db as sql
 from durable.models import StoreItem
-from durable.persistence.metadata import canonical, key_equals_sql
 from durable.persistence.serde import default_serde
+from durable.persistence.store.checks import checked
+from durable.persistence.store.filters import (
+    NamespacePrefix,
+    filter_sql,
+    match_pattern,
+    matches,
+    prefix_sql,
+    sql_filter,
+)
 
 
 class CodePoints(Func):
@@ -66,8 +71,8 @@ class CodePoints(Func):
 
 # Search order without a query, and the tie order of equal scores with one: newest
 # first, then key and namespace by code point, the same on SQLite and PostgreSQL (and
-# there the cheap comparison: the database collation's cost ~3% of a search whose sort
-# sees 2,500 rows of one batch, all with one updated_at). _order_sql is the same as SQL.
+# there cheaper than the database collation: benchmarks/NOTES.md). _order_sql is the
+# same as SQL.
 ORDER = (F("updated_at").desc(), CodePoints("key").asc(), CodePoints("namespace").asc())
 # The columns a put writes; an update keeps namespace, key and created_at.
 _WRITTEN = (
@@ -85,8 +90,6 @@ _WRITTEN = (
 # Qualified: SQLite's json_each(value) would read its own "value" column.
 _VALUE_COLUMN = f'"{StoreItem._meta.db_table}"."value"'
 _NAMESPACE_COLUMN = f'"{StoreItem._meta.db_table}"."namespace"'
-RANGE_OPERATORS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-OPERATORS = {"$eq", "$ne", *RANGE_OPERATORS}
 
 Vectors = dict[str, list[float]]
 
@@ -164,7 +167,7 @@ class DjangoStore(BaseStore):
 
         Raises ``InvalidNamespaceError`` (a ``ValueError``) for a bad namespace and
         ``ValueError`` for other bad input, before any work; see the class docstring."""
-        ops = _checked(ops)
+        ops = checked(ops)
         docs, queries = self._to_embed(ops)
         embed = self.embeddings
         doc_vectors = embed.embed_documents(docs) if docs else []
@@ -176,7 +179,7 @@ class DjangoStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` for async code: embeddings through the async API, then the database
         work in a thread (``asyncio.to_thread``), so the event loop is never blocked."""
-        ops = _checked(ops)
+        ops = checked(ops)
         docs, queries = self._to_embed(ops)
         embed = self.embeddings
         doc_vectors = await embed.aembed_documents(docs) if docs else []
@@ -264,7 +267,7 @@ class DjangoStore(BaseStore):
     def _search(self, op: SearchOp, now: datetime, queries: Vectors) -> list[SearchItem]:
         rows = self._live(now).filter(self._prefix(op.namespace_prefix)).order_by(*ORDER)
         if op.filter and not self.encrypted:
-            rows = rows.filter(*_sql_filter(op.filter))
+            rows = rows.filter(*sql_filter(op.filter))
         python_filter = op.filter if self.encrypted else None
         page: list[tuple[float | None, StoreItem]]
         if op.query and self.embeddings and self.vector_backend == "pgvector":
@@ -325,11 +328,11 @@ class DjangoStore(BaseStore):
         vendor = connections[self.using].vendor
         conditions = []
         if op.namespace_prefix:
-            conditions.append(_prefix_sql(vendor, _NAMESPACE_COLUMN, _text(op.namespace_prefix)))
+            conditions.append(prefix_sql(vendor, _NAMESPACE_COLUMN, _text(op.namespace_prefix)))
         if op.filter:
             conditions.append(filter_sql(vendor, _VALUE_COLUMN, op.filter))
         # Last, so PostgreSQL tests it only on rows the filter keeps: expires_at comes
-        # late in the row, and reaching it on every row of the prefix cost ~2%.
+        # late in the row, and reaching it on every row of the prefix costs (NOTES.md).
         conditions.append(
             ("(expires_at IS NULL OR expires_at > %s)", [_db_datetime(self.using, now)])
         )
@@ -354,7 +357,7 @@ class DjangoStore(BaseStore):
         rows = self._live(now)
         for condition in op.match_conditions or ():
             if condition.path:  # an empty path constrains nothing (as in PostgresStore)
-                rows = rows.filter(namespace__regex=_match_pattern(condition))
+                rows = rows.filter(namespace__regex=match_pattern(condition))
         texts = rows.values_list("namespace", flat=True).distinct()
         namespaces = {_namespace(text)[: op.max_depth] for text in texts}
         return sorted(namespaces)[op.offset : op.offset + op.limit]
@@ -482,262 +485,10 @@ class DjangoStore(BaseStore):
         return connections[self.using].vendor == "postgresql"
 
 
-# -- validation -------------------------------------------------------------------------
-
-
-def _checked(ops: Iterable[Op]) -> list[Op]:
-    """``ops`` as a list, or ``ValueError`` (``InvalidNamespaceError`` for a namespace)
-    naming the first bad field."""
-    ops = list(ops)
-    for op in ops:
-        validate_op_namespace(op)
-        if isinstance(op, PutOp):
-            _check_put(op)
-        elif isinstance(op, SearchOp):
-            _check_page(op)
-            _check_filter(op.filter)
-        elif isinstance(op, ListNamespacesOp):
-            _check_list(op)
-        elif not isinstance(op, GetOp):
-            raise ValueError(f"unknown operation type: {type(op).__name__}")
-    return ops
-
-
-def _check_put(op: PutOp) -> None:
-    if not op.namespace:
-        raise InvalidNamespaceError("PutOp.namespace cannot be empty")
-    if op.value is not None and not isinstance(op.value, Mapping):
-        raise ValueError(f"PutOp.value must be a mapping or None, got {type(op.value).__name__}")
-    if op.ttl is not None and not op.ttl > 0:
-        raise ValueError(f"PutOp.ttl must be a positive number of minutes or None, got {op.ttl!r}")
-
-
-def _check_list(op: ListNamespacesOp) -> None:
-    _check_page(op)
-    if op.max_depth is not None and op.max_depth < 1:
-        raise ValueError(f"ListNamespacesOp.max_depth must be at least 1, got {op.max_depth}")
-    for condition in op.match_conditions or ():
-        if condition.match_type not in ("prefix", "suffix"):
-            got = condition.match_type
-            raise ValueError(f"MatchCondition.match_type must be prefix or suffix, got {got!r}")
-
-
-def _check_page(op: SearchOp | ListNamespacesOp) -> None:
-    name = type(op).__name__
-    for field in ("limit", "offset"):
-        if getattr(op, field) < 0:
-            raise ValueError(f"{name}.{field} must not be negative, got {getattr(op, field)}")
-
-
-def _check_filter(filter: Mapping[str, Any] | None) -> None:
-    for key, condition in (filter or {}).items():
-        for operator, operand in _conditions(condition):
-            if operator not in OPERATORS:
-                raise ValueError(f"SearchOp.filter[{key!r}]: unknown operator {operator!r}")
-            if operator in RANGE_OPERATORS and not (
-                _is_number(operand) or isinstance(operand, str)
-            ):
-                raise ValueError(
-                    f"SearchOp.filter[{key!r}]: {operator} compares numbers or strings, "
-                    f"got {type(operand).__name__}"
-                )
-            if isinstance(operand, float) and not math.isfinite(operand):
-                # JSON holds no such number, and SQL could not be given one.
-                raise ValueError(f"SearchOp.filter[{key!r}]: {operand!r} is not a JSON number")
-
-
-# -- filters --------------------------------------------------------------------------
-
-
-def _conditions(condition: Any) -> list[tuple[str, Any]]:
-    """(operator, operand) pairs of one filter entry: an operator dict (a key starting
-    with ``$``, as ``InMemoryStore`` reads it) or a value meaning ``$eq``."""
-    if isinstance(condition, Mapping) and any(str(k).startswith("$") for k in condition):
-        return list(condition.items())
-    return [("$eq", condition)]
-
-
-def matches(value: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
-    """Whether ``value`` passes ``filter``: the Python form of the SQL filter.
-
-    Keys are top-level and literal. ``$eq`` (or a bare value) is JSON equality: numbers by
-    value (``1 == 1.0``), booleans apart from numbers, objects and lists structurally.
-    ``$ne`` is its negation, so an item without the key passes (as in ``InMemoryStore``).
-    ``$gt $gte $lt $lte`` compare a number operand with numbers and a string operand with
-    strings (by code point); any other stored type, or a missing key, fails.
-    """
-    return all(
-        _passes(value, str(key), operator, operand)
-        for key, condition in filter.items()
-        for operator, operand in _conditions(condition)
-    )
-
-
-def _passes(value: Mapping[str, Any], key: str, operator: str, operand: Any) -> bool:
-    present = key in value
-    if operator == "$eq":
-        return present and _json_equal(value[key], operand)
-    if operator == "$ne":
-        return not (present and _json_equal(value[key], operand))
-    if not present:
-        return False
-    stored = value[key]
-    if not (_is_number(stored) and _is_number(operand)) and not (
-        isinstance(stored, str) and isinstance(operand, str)
-    ):
-        return False
-    return {
-        "$gt": stored > operand,
-        "$gte": stored >= operand,
-        "$lt": stored < operand,
-        "$lte": stored <= operand,
-    }[operator]
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(map(_json_equal, a, b))
-    return a == b
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _sql_filter(filter: Mapping[str, Any]) -> list[Q]:
-    """``matches`` as conditions on the JSON ``value`` column, for a QuerySet."""
-    return [Q(ValueFilter(filter))]
-
-
-class ValueFilter(Func):
-    """``filter_sql`` as a QuerySet condition on the ``value`` column."""
-
-    conditional = True
-    output_field = BooleanField()
-
-    def __init__(self, filter: Mapping[str, Any]):
-        super().__init__(F("value"))
-        self.filter = filter
-
-    def as_sql(self, compiler, connection, **extra):
-        column, params = compiler.compile(self.source_expressions[0])
-        if params:
-            raise NotImplementedError("ValueFilter reads a column, not an expression")
-        return filter_sql(connection.vendor, column, self.filter)
-
-
-def filter_sql(vendor: str, column: str, filter: Mapping[str, Any]) -> tuple[str, list]:
-    """``(sql, params)``: ``matches(<column>, filter)`` as one SQL condition on a JSON
-    column (``column`` is SQL text, a column reference), for ``vendor``
-    ``"postgresql"`` or ``"sqlite"`` (another raises ``NotImplementedError``).
-
-    On PostgreSQL the scalar ``$eq`` conditions are one jsonb containment (``@>``; a
-    list or object operand is compared whole instead, as containment would also match a
-    part) and the range conditions one strict jsonpath (``@@``), whose comparisons are
-    false across types: numbers compare as numbers, strings by code point. Parameters
-    are left untyped for the operators to type: a cast would run on every row under a
-    prepared statement's generic plan (``sql.cursor`` prepares after five runs)."""
-    if vendor == "postgresql":
-        parts = _postgresql_filter(column, filter)
-    elif vendor == "sqlite":
-        parts = _sqlite_filter(column, filter)
-    else:
-        raise NotImplementedError(f"store filters are not written for {vendor}")
-    return " AND ".join(sql for sql, _ in parts), [p for _, params in parts for p in params]
-
-
-def _postgresql_filter(column: str, filter: Mapping[str, Any]) -> list[tuple[str, Sequence]]:
-    contained: dict[str, Any] = {}
-    ranges: list[str] = []
-    parts: list[tuple[str, Sequence]] = []
-    for key, operator, operand in _flat(filter):
-        if operator == "$eq" and not isinstance(operand, Mapping | list | tuple):
-            contained[key] = operand
-        elif operator == "$eq":
-            parts.append(key_equals_sql("postgresql", column, key, operand))
-        elif operator == "$ne":
-            parts.append((f"({column} -> %s) IS DISTINCT FROM %s", (key, canonical(operand))))
-        else:
-            ranges.append(f"$.{_json(key)} {RANGE_OPERATORS[operator]} {_json(operand)}")
-    if contained:
-        parts.insert(0, (f"{column} @> %s", (canonical(contained),)))
-    if ranges:
-        parts.append((f"{column} @@ %s", ("strict " + " && ".join(ranges),)))
-    return parts
-
-
-def _sqlite_filter(column: str, filter: Mapping[str, Any]) -> list[tuple[str, Sequence]]:
-    parts: list[tuple[str, Sequence]] = []
-    for key, operator, operand in _flat(filter):
-        if operator in ("$eq", "$ne"):
-            sql, params = key_equals_sql("sqlite", column, key, operand)
-            parts.append((sql if operator == "$eq" else f"NOT {sql}", params))
-        else:
-            types = "'integer', 'real'" if _is_number(operand) else "'text'"
-            sql = (
-                f"EXISTS (SELECT 1 FROM json_each({column}) AS m WHERE m.key = %s"
-                f" AND m.type IN ({types}) AND m.value {RANGE_OPERATORS[operator]} %s)"
-            )
-            parts.append((sql, (key, operand)))
-    return parts
-
-
-def _flat(filter: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
-    """(key, operator, operand) of every condition of ``filter``."""
-    return [
-        (str(key), operator, operand)
-        for key, condition in filter.items()
-        for operator, operand in _conditions(condition)
-    ]
-
-
-def _json(value: Any) -> str:
-    """``value`` as a JSON literal, which is also a jsonpath literal (strings quoted and
-    escaped, numbers finite)."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
-
-
 def _order_sql(vendor: str) -> str:
     """``ORDER`` as SQL text."""
     collate = ' COLLATE "C"' if vendor == "postgresql" else ""
     return f"updated_at DESC, key{collate}, namespace{collate}"
-
-
-def _prefix_sql(vendor: str, column: str, text: str) -> tuple[str, list]:
-    """``(sql, params)``: the namespace in ``column`` (SQL text, a column reference) is
-    ``text`` or below it, label by label, in code-point order. On PostgreSQL,
-    ``<column> || '.'`` starts with ``text.``: one range of the index migration 0007
-    adds (text_pattern_ops operators, so any collation), also in a generic plan. On
-    SQLite, equal or in [``text.``, ``text/``): a range of the unique index."""
-    if vendor == "postgresql":
-        dotted = f"({column} || '.')"
-        return f"({dotted} ~>=~ %s AND {dotted} ~<~ %s)", [text + ".", text + "/"]
-    return f"({column} = %s OR ({column} >= %s AND {column} < %s))", [
-        text,
-        text + ".",
-        text + "/",
-    ]
-
-
-class NamespacePrefix(Func):
-    """``_prefix_sql`` as a QuerySet condition on the ``namespace`` column."""
-
-    conditional = True
-    output_field = BooleanField()
-
-    def __init__(self, text: str):
-        super().__init__(F("namespace"))
-        self.text = text
-
-    def as_sql(self, compiler, connection, **extra):
-        column, params = compiler.compile(self.source_expressions[0])
-        if params:
-            raise NotImplementedError("NamespacePrefix reads a column, not an expression")
-        return _prefix_sql(connection.vendor, column, self.text)
 
 
 # -- small helpers ----------------------------------------------------------------------
@@ -764,15 +515,6 @@ def _text(namespace: tuple[str, ...]) -> str:
 
 def _namespace(text: str) -> tuple[str, ...]:
     return tuple(text.split("."))
-
-
-def _match_pattern(condition: MatchCondition) -> str:
-    """A regular expression (valid for Python and PostgreSQL) matching whole labels, ``*``
-    being any one label: PostgresStore's ``_namespace_match_pattern``."""
-    body = r"\.".join("[^.]+" if label == "*" else re.escape(label) for label in condition.path)
-    if condition.match_type == "suffix":
-        return rf"(^|\.){body}\Z"
-    return rf"^{body}(\.|\Z)"
 
 
 @cache
