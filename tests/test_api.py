@@ -13,10 +13,10 @@ from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEnti
 
 from durable.graphs import graph_names
 from durable.models import Checkpoint, Run, Thread
-from tests.conftest import wait_for
-from tests.graphs import release, runs_of
-from tests.test_runs import draining
-from tests.test_worker import EXPENSE
+from tests.helpers.graphs import release, runs_of
+from tests.helpers.runs import draining
+from tests.helpers.threads import EXPENSE
+from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -388,7 +388,7 @@ def test_cancel_and_delete(client, worker):
 
 
 def probe_input(directory) -> dict:
-    """Input of the probe graph (tests/graphs.py): its slow node holds the run open
+    """Input of the probe graph (tests/helpers/graphs.py): its slow node holds the run open
     until ``release(directory)``."""
     return {"dir": str(directory), "log": []}
 

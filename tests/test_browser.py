@@ -10,8 +10,9 @@ import shutil
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.conftest import log_in, wait_for
-from tests.graphs import release, runs_of
+from tests.helpers.browser import log_in
+from tests.helpers.graphs import release, runs_of
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 
@@ -67,7 +68,7 @@ def test_operator_starts_an_expense_run_and_approves_it(page, web, worker):
 
 
 def test_the_thread_page_follows_a_running_run_over_server_sent_events(page, web, worker, tmp_path):
-    # The probe graph (tests/graphs.py) holds its run open until release(tmp_path).
+    # The probe graph (tests/helpers/graphs.py) holds its run open until release(tmp_path).
     page.goto(web.url)
     page.locator("#input-probe").fill(json.dumps({"dir": str(tmp_path), "log": []}))
     page.get_by_role("button", name="Start probe").click()

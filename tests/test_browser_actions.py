@@ -15,10 +15,11 @@ from playwright.sync_api import expect
 
 from durable import engine
 from durable.models import Run, Thread
-from tests.conftest import wait_for
-from tests.graphs import release, runs_of
-from tests.test_browser import page  # noqa: F401  (the chromium page fixture)
-from tests.test_worker import EXPENSE, finished
+from tests.helpers.graphs import release, runs_of
+from tests.helpers.runs import finished
+from tests.helpers.threads import EXPENSE
+from tests.helpers.waiting import wait_for
+from tests.test_browser import page  # noqa: F401  (the chromium page fixture, until one conftest holds it)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.conftest import log_in
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
-from tests.test_browser_history import screenshot
-from tests.test_console_big_values import BIG, big_claim_thread
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, log_in, shot
+from tests.helpers.threads import BIG, big_claim_thread
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -43,7 +41,7 @@ def test_a_2_mb_value_reads_at_the_windows_width_and_links_to_the_whole(thread, 
 
     page.goto(f"{web.url}/threads/{thread.pk}/")
     expect(page.get_by_test_id("state-cut")).to_be_visible()
-    screenshot(page.locator("main"), "big-value-thread.png")
+    shot(page.locator("main"), "big-value-thread")
     link = page.get_by_test_id("state-cut").get_by_role("link", name="as JSON")
     whole = page.request.get(f"{web.url}{link.get_attribute('href')}")
     assert whole.ok

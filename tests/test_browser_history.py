@@ -12,9 +12,9 @@ from playwright.sync_api import expect, sync_playwright
 
 from durable import engine, history
 from durable.models import Run, Thread
-from tests.conftest import log_in
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
-from tests.test_worker import EXPENSE, finished
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.helpers.runs import finished
+from tests.helpers.threads import EXPENSE
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 

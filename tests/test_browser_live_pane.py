@@ -8,9 +8,9 @@ import json
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.conftest import log_in, wait_for
-from tests.graphs import release, runs_of
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.helpers.graphs import release, runs_of
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
 
@@ -28,7 +28,7 @@ def page(operator, web):
 
 
 def test_the_inspector_pane_stays_open_while_the_page_follows_a_run(page, web, worker, tmp_path):
-    # The probe graph (tests/graphs.py) holds its run open until release(tmp_path).
+    # The probe graph (tests/helpers/graphs.py) holds its run open until release(tmp_path).
     page.goto(web.url)
     page.locator("#input-probe").fill(json.dumps({"dir": str(tmp_path), "log": []}))
     page.get_by_role("button", name="Start probe").click()

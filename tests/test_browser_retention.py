@@ -15,12 +15,14 @@ from playwright.sync_api import expect, sync_playwright
 
 from durable import retention
 from durable.models import AuditEvent, Thread
-from tests.conftest import log_in
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
-from tests.test_retention import history, retention_graphs, root_ids  # noqa: F401
-from tests.test_retention_admin import superuser  # noqa: F401  (the admin user fixture)
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.helpers.retention import history, root_ids
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.browser,
+    pytest.mark.usefixtures("retention_graphs"),
+]
 
 SCREENSHOTS = settings.VAR_DIR / "screenshots"
 

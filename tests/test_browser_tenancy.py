@@ -9,9 +9,9 @@ from playwright.sync_api import expect, sync_playwright
 
 from durable import engine
 from durable.models import Tenant
-from tests.conftest import log_in, member
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS
-from tests.test_console_actions import at_interrupt
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.helpers.threads import at_interrupt
+from tests.helpers.users import member
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 

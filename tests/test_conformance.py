@@ -11,7 +11,7 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 from durable.persistence.checkpoint import DjangoSaver
-from tests.conformance_facade import SyncPathFacade
+from tests.helpers.conformance_facade import SyncPathFacade
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

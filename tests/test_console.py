@@ -9,7 +9,8 @@ from django.urls import reverse
 
 from durable import engine
 from durable.models import Checkpoint, Run, RunEvent, Tenant, Thread
-from tests.test_worker import EXPENSE, finished
+from tests.helpers.runs import finished
+from tests.helpers.threads import EXPENSE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

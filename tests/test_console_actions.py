@@ -24,50 +24,17 @@ from dashboard.templatetags.console import markdown
 from dashboard.views import inbox as inbox_views
 from dashboard.views.store import parse_filter
 from durable import engine
-from durable.graphs import get_graph
 from durable.models import (
     Checkpoint,
-    CheckpointBlob,
-    CheckpointWrite,
     Run,
-    RunEvent,
     StoreItem,
     Thread,
 )
 from durable.persistence.store import DjangoStore, ScopedStore
-from tests.test_worker import finished
+from tests.helpers.runs import finished
+from tests.helpers.threads import at_interrupt, everything, head, made_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-EXPENSE = {"employee": "Grace Hopper", "amount": 42.5, "description": "Compiler manual"}
-INPUTS = {
-    "expense_approval": EXPENSE,
-    "parallel_review": {"document": "Lease"},
-    "email_reply": {"customer": "ada@example.com", "question": "Where is my order?"},
-}
-
-
-def at_interrupt(graph: str = "expense_approval") -> Thread:
-    """A thread of ``graph`` run, in this process, up to its interrupt(s)."""
-    thread = engine.create_thread(graph)
-    get_graph(graph).invoke(INPUTS[graph], engine.config_for(thread))
-    Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.INTERRUPTED)
-    thread.refresh_from_db()
-    return thread
-
-
-def head(thread: Thread) -> str:
-    return engine.thread_state(thread).config["configurable"]["checkpoint_id"]
-
-
-def everything() -> dict[str, int]:
-    """What a refused request must leave as it was."""
-    counts = {
-        model.__name__: model.objects.count()
-        for model in (Thread, Run, RunEvent, Checkpoint, CheckpointBlob, CheckpointWrite)
-    }
-    return counts | {"statuses": sorted(Thread.objects.values_list("pk", "status"))}
-
 
 # -- durable.engine: what the pages rely on ---------------------------------------------
 
@@ -464,24 +431,6 @@ def test_a_replay_needs_a_reason(client):
 
 
 # -- the run page ------------------------------------------------------------------------
-
-
-def made_run(status=Run.Status.RUNNING, **fields) -> Run:
-    """A run as the page sees it while a worker has it (or after), written by hand:
-    no worker takes it (a running run has a worker; an ended one is done)."""
-    thread = engine.create_thread("expense_approval")
-    run = Run.objects.create(
-        thread=thread, graph=thread.graph, kind="start", status=status, **fields
-    )
-    for event, data in (
-        (RunEvent.LIFECYCLE, {"status": "running"}),
-        ("tasks", {"id": "t1", "name": "validate", "input": {}, "triggers": ["start"]}),
-        ("tasks", {"id": "t1", "name": "validate", "result": {}, "error": None, "interrupts": []}),
-        ("updates", {"validate": {"status": "validated", "problems": []}}),
-        ("tasks", {"id": "t2", "name": "request_approval", "input": {}, "triggers": ["x"]}),
-    ):
-        RunEvent.objects.append(run.pk, event, data)
-    return run
 
 
 def test_the_run_page_shows_status_events_and_what_runs_now(client):

@@ -14,7 +14,7 @@ from django.urls import reverse
 from durable import engine
 from durable.graphs import get_graph
 from durable.models import Thread
-from tests.test_worker import EXPENSE
+from tests.helpers.threads import EXPENSE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,28 +15,13 @@ from django.urls import reverse
 from dashboard import present
 from dashboard.forms import ResumeForm
 from durable import engine, history
-from durable.graphs import get_graph
-from durable.models import Run, RunEvent, Thread
+from durable.models import Run, RunEvent
+from tests.helpers.threads import BIG, big_claim_thread, head
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BIG = "x" * (2 * 1024 * 1024)
 # Far under the 2 MB value, far over what the pages need.
 PAGE_BUDGET = 200_000
-
-
-def big_claim_thread() -> Thread:
-    """An expense_approval thread at its approval interrupt, with a 2 MB description."""
-    thread = engine.create_thread("expense_approval")
-    claim = {"employee": "Grace Hopper", "amount": 42.5, "description": BIG}
-    get_graph("expense_approval").invoke(claim, engine.config_for(thread))
-    Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.INTERRUPTED)
-    thread.refresh_from_db()
-    return thread
-
-
-def head(thread: Thread) -> str:
-    return engine.thread_state(thread).config["configurable"]["checkpoint_id"]
 
 
 def test_pages_of_a_thread_with_a_2_mb_value_stay_small_and_link_to_the_whole(client):

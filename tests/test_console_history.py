@@ -28,7 +28,7 @@ from durable.graphs import get_graph
 from durable.history import TreeNode
 from durable.models import Tenant, Thread
 from durable.persistence.checkpoint import DjangoSaver
-from tests.test_worker import EXPENSE
+from tests.helpers.threads import EXPENSE
 
 committed = pytest.mark.django_db(transaction=True)
 

@@ -11,8 +11,7 @@ from dashboard.templatetags.console import STATUS_ICONS
 from durable import engine, history
 from durable.graphs import get_graph
 from durable.models import Run, Thread
-from tests.test_console_actions import at_interrupt, everything, head
-from tests.test_worker import EXPENSE
+from tests.helpers.threads import EXPENSE, at_interrupt, everything, head
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,7 @@ import pytest
 from durable import engine
 from durable.models import Run, RunEvent, Thread
 from examples.fault_tolerance import FAILING_ATTEMPTS
-from tests.test_worker import finished
+from tests.helpers.runs import finished
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 

@@ -17,10 +17,11 @@ from django.db import connection
 from durable import engine
 from durable.engine import follow as events
 from durable.models import Run, RunEvent
-from tests.conftest import pg_connections, wait_for
-from tests.graphs import release, runs_of
-from tests.test_worker import EXPENSE, finished
-from tests.webserver import WEB_APPLICATION_NAME, WEB_POOL_SIZE
+from tests.helpers.graphs import release, runs_of
+from tests.helpers.processes import WEB_APPLICATION_NAME, WEB_POOL_SIZE, pg_connections
+from tests.helpers.runs import finished
+from tests.helpers.threads import EXPENSE
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -81,7 +82,7 @@ def test_refused_stream_requests(web, cookies):
 
 
 def start_probe(directory: Path) -> Run:
-    """A probe run (tests/graphs.py) held by its ``slow`` node until ``release``."""
+    """A probe run (tests/helpers/graphs.py) held by its ``slow`` node until ``release``."""
     run = engine.start("probe", {"dir": str(directory), "log": []})
     wait_for(lambda: runs_of(directory, "slow") == 1, message="the probe's slow node")
     return run

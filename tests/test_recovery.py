@@ -17,10 +17,10 @@ from django.db import connection, transaction
 
 from durable import engine
 from durable.models import Run, Thread
-from tests.conftest import WORKER_APPLICATION_NAME, WorkerProcess, pg_connections, wait_for
-from tests.graphs import release, runs_of
-from tests.test_runs import draining, lifecycle, probe, slow_started
-from tests.test_worker import finished
+from tests.helpers.graphs import release, runs_of
+from tests.helpers.processes import WORKER_APPLICATION_NAME, WorkerProcess, pg_connections
+from tests.helpers.runs import draining, finished, lifecycle, probe, slow_started
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 

@@ -39,41 +39,15 @@ from durable.models import (
 )
 from durable.persistence.checkpoint import DjangoSaver
 from durable.persistence.store import DjangoStore
-from tests.conftest import ROOT, worker_env
-from tests.retention_graphs import GRAPHS, RECURSION_LIMIT
-from tests.test_console_actions import at_interrupt, everything
+from tests.helpers.processes import ROOT, worker_env
+from tests.helpers.retention import MONTH, age, history, root_ids
+from tests.helpers.retention_graphs import RECURSION_LIMIT
+from tests.helpers.threads import at_interrupt, everything
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def retention_graphs(monkeypatch):
-    """The graphs of ``tests.retention_graphs``, registered for this test only."""
-    for name, path in GRAPHS.items():
-        monkeypatch.setitem(settings.DURABLE_GRAPHS, name, path)
-
-
-OLD = timedelta(days=40)
-MONTH = timedelta(days=30)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("retention_graphs")]
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def history(
-    graph: str, steps: int = 20, *, tenant: Tenant | None = None, name: str | None = None
-) -> Thread:
-    """A thread of one of ``tests.retention_graphs``' graphs, run here up to its
-    interrupt after ``steps`` ticks."""
-    thread = engine.create_thread(graph, tenant=tenant, thread_id=name)
-    state = {"retention_delta": "log", "retention_nested": "notes"}[graph]
-    get_graph(graph).invoke(
-        {"n": 0, "steps": steps, state: []},
-        {**engine.config_for(thread), "recursion_limit": RECURSION_LIMIT},
-    )
-    Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.INTERRUPTED)
-    thread.refresh_from_db()
-    return thread
 
 
 def forked(thread: Thread) -> Thread:
@@ -82,19 +56,6 @@ def forked(thread: Thread) -> Thread:
     ids = root_ids(thread)
     engine.fork(thread, ids[len(ids) // 2], None, as_node="__copy__")
     return thread
-
-
-def root_ids(thread: Thread) -> list[str]:
-    """The thread's root checkpoint ids, newest first."""
-    return list(
-        Checkpoint.objects.filter(thread_id=thread.thread_id, checkpoint_ns="")
-        .order_by("-checkpoint_id")
-        .values_list("checkpoint_id", flat=True)
-    )
-
-
-def age(*threads: Thread, by: timedelta = OLD) -> None:
-    Thread.objects.filter(pk__in=[t.pk for t in threads]).update(updated_at=timezone.now() - by)
 
 
 def snapshot(state) -> tuple:

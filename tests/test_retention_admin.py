@@ -23,7 +23,6 @@ from durable.models import (
     CheckpointWrite,
     Membership,
     RetentionPolicy,
-    Role,
     Run,
     RunEvent,
     StoreItem,
@@ -31,17 +30,11 @@ from durable.models import (
     Thread,
 )
 from durable.persistence.store import DjangoStore
-from tests.conftest import PASSWORD
-from tests.test_console_actions import everything
-from tests.test_retention import (  # noqa: F401  (retention_graphs: an autouse fixture)
-    MONTH,
-    age,
-    history,
-    retention_graphs,
-    root_ids,
-)
+from tests.helpers.retention import MONTH, age, history, root_ids
+from tests.helpers.threads import everything
+from tests.helpers.users import PASSWORD
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("retention_graphs")]
 
 MODELS = [
     Tenant,
@@ -57,13 +50,6 @@ MODELS = [
     CheckpointWrite,
     StoreItem,
 ]
-
-
-@pytest.fixture
-def superuser():
-    user = get_user_model().objects.create_superuser("admin", password=PASSWORD)
-    Membership.objects.create(user=user, tenant=Tenant.default(), role=Role.ADMIN)
-    return user
 
 
 @pytest.fixture

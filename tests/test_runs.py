@@ -18,9 +18,9 @@ from durable.models import (
     RunEvent,
     Thread,
 )
-from tests.conftest import wait_for
-from tests.graphs import release, runs_of
-from tests.test_worker import EXPENSE, finished
+from tests.helpers.graphs import release, runs_of
+from tests.helpers.runs import draining, events, finished, lifecycle, probe, slow_started
+from tests.helpers.threads import EXPENSE, everything
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -32,55 +32,6 @@ def interrupted_expense() -> tuple[Thread, Run]:
     run = finished(engine.start("expense_approval", EXPENSE))
     assert run.status == Run.Status.INTERRUPTED
     return Thread.objects.get(pk=run.thread_id), run
-
-
-def everything(running: Run | None = None) -> dict[str, int]:
-    """What a refused request must leave as it was (but the events that a ``running``
-    run goes on writing meanwhile)."""
-    counts = {
-        model.__name__: model.objects.count()
-        for model in (Thread, Run, Checkpoint, CheckpointBlob, CheckpointWrite)
-    }
-    events = RunEvent.objects.exclude(run=running) if running else RunEvent.objects
-    return counts | {
-        "RunEvent": events.count(),
-        "statuses": sorted(Run.objects.values_list("pk", "status")),
-    }
-
-
-def events(run: Run) -> list[RunEvent]:
-    return list(RunEvent.objects.filter(run=run).order_by("seq"))
-
-
-def lifecycle(run: Run) -> list[dict]:
-    return [e.data for e in events(run) if e.event == RunEvent.LIFECYCLE]
-
-
-def probe(directory, **options) -> Run:
-    """A probe run (tests/graphs.py): its ``slow`` node holds the first super-step open
-    until ``release(directory)``."""
-    return engine.start("probe", {"dir": str(directory), "log": []}, **options)
-
-
-def slow_started(run: Run, directory) -> None:
-    """Wait until the probe's first super-step is under way: ``slow`` has started and
-    ``fast``'s write is saved as a pending write of the input checkpoint."""
-    thread_id = Thread.objects.get(pk=run.thread_id).thread_id
-    wait_for(
-        lambda: (
-            runs_of(directory, "slow") == 1
-            and CheckpointWrite.objects.filter(thread_id=thread_id, channel="log").exists()
-        ),
-        message="the probe's first super-step",
-    )
-
-
-def draining(run: Run, reason: str) -> None:
-    """Wait until the worker has seen the stop request and asked LangGraph to drain."""
-    wait_for(
-        lambda: {"status": "running", "draining": reason} in lifecycle(run),
-        message=f"run {run.pk} to drain ({reason})",
-    )
 
 
 # -- lifecycle and events ----------------------------------------------------------------

@@ -18,8 +18,8 @@ from durable.api import api
 from durable.models import Role, Run, RunEvent, Tenant
 from durable.persistence.store import DjangoStore, ScopedStore
 from durable.tenancy import create_token
-from tests.conftest import member
-from tests.test_console_actions import at_interrupt, everything, head
+from tests.helpers.threads import at_interrupt, everything, head
+from tests.helpers.users import member
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -270,7 +270,7 @@ def test_cookies_are_secure_outside_debug():
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.helpers.processes import ROOT
 
     code = (
         "import django; django.setup(); from django.conf import settings; "

@@ -29,7 +29,7 @@ from langgraph.store.memory import InMemoryStore
 
 from durable.models import StoreItem
 from durable.persistence.store import DjangoStore
-from tests.conftest import PGVECTOR_ALIAS
+from tests.helpers.processes import PGVECTOR_ALIAS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,8 +23,8 @@ from langgraph_sdk.errors import NotFoundError
 from durable import engine
 from durable.models import ApiToken, AuditEvent, Role, Run, Tenant, Thread
 from durable.tenancy import create_token, revoke
-from tests.conftest import PASSWORD, member
-from tests.test_console_actions import at_interrupt, everything, head, made_run
+from tests.helpers.threads import at_interrupt, everything, head, made_run
+from tests.helpers.users import PASSWORD, member
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

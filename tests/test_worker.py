@@ -12,20 +12,12 @@ from django.db import connection
 from durable import engine
 from durable.engine.tasks import execute_run
 from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite, Run, Thread
-from tests.conftest import WORKER_APPLICATION_NAME, pg_connections, wait_for
+from tests.helpers.processes import WORKER_APPLICATION_NAME, pg_connections
+from tests.helpers.runs import finished
+from tests.helpers.threads import EXPENSE
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
-
-EXPENSE = {"employee": "Grace Hopper", "amount": 42.5, "description": "Compiler manual"}
-
-
-def finished(run: Run, timeout: float = 60) -> Run:
-    """Wait for the worker to end ``run``; return it fresh from the database."""
-    return wait_for(
-        lambda: (r := Run.objects.get(pk=run.pk)).status not in Run.ACTIVE and r,
-        timeout=timeout,
-        message=f"run {run.pk} to end",
-    )
 
 
 def test_expense_approval_interrupts_then_pays_after_approval(worker):

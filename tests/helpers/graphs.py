@@ -1,5 +1,5 @@
-"""Graphs for the run engine's tests, registered by ``tests/conftest.py`` in the test
-process and in the workers it starts (``DURABLE_EXTRA_GRAPHS``).
+"""Graphs for the run engine's tests (``GRAPHS``), registered by ``tests/conftest.py`` in
+the test process and in the processes it starts (``DURABLE_EXTRA_GRAPHS``).
 
 ``probe``: ``fast`` and ``slow`` run in parallel in one super-step, then ``after``.
 Each node appends a line to ``<dir>/<node>`` when it starts, so a test counts how many
@@ -22,6 +22,11 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
+
+GRAPHS = {
+    "probe": "tests.helpers.graphs.build_probe",
+    "nested": "tests.helpers.graphs.build_nested",
+}
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.
 RELEASE_WAIT_SECONDS = 120

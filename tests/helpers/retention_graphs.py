@@ -1,6 +1,6 @@
-"""Graphs with long histories for the retention tests (``tests/test_retention*.py``),
-registered in ``settings.DURABLE_GRAPHS`` for those tests only (their autouse fixture
-``retention_graphs``), so other tests see the registry as the web and worker processes
+"""Graphs with long histories for the retention tests, registered in
+``settings.DURABLE_GRAPHS`` for those tests only (the ``retention_graphs`` fixture of
+``tests/conftest.py``), so other tests see the registry as the web and worker processes
 do.
 
 ``retention_delta``: a ``DeltaChannel`` log (snapshot every 3 updates) that ``tick``
@@ -24,8 +24,8 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 GRAPHS = {
-    "retention_delta": "tests.retention_graphs.build_delta",
-    "retention_nested": "tests.retention_graphs.build_nested",
+    "retention_delta": "tests.helpers.retention_graphs.build_delta",
+    "retention_nested": "tests.helpers.retention_graphs.build_nested",
 }
 RECURSION_LIMIT = 500
 
