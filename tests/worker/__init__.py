@@ -1,0 +1,1 @@
+"""Tests that start a real Celery worker process (the session's ``worker`` fixture, or their own ``WorkerProcess``)."""
