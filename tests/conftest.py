@@ -47,7 +47,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
         if uses_worker:
             item.add_marker(pytest.mark.worker)
-        if folder == "unit" and (uses_worker or "page" in item.fixturenames):
+        if folder == "unit" and (uses_worker or "chromium" in item.fixturenames):
             raise pytest.UsageError(
                 f"{item.nodeid} needs a worker or a browser: move it to tests/worker/ or "
                 "tests/browser/"

@@ -10,40 +10,23 @@ import json
 import re
 
 import pytest
-from django.conf import settings
 from playwright.sync_api import expect
 
 from durable import engine
 from durable.models import Run, Thread
+from tests.helpers.browser import shot
 from tests.helpers.graphs import release, runs_of
 from tests.helpers.runs import finished
 from tests.helpers.threads import EXPENSE
 from tests.helpers.waiting import wait_for
-from tests.test_browser import page  # noqa: F401  (the chromium page fixture, until one conftest holds it)
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
-SCREENSHOTS = settings.VAR_DIR / "screenshots"
-# What the pages wait for arrives from a worker on a 2-core machine: give it time.
-expect.set_options(timeout=30_000)
 INPUTS = {
     "expense_approval": EXPENSE,
     "parallel_review": {"document": "Supplier contract v3: 24 months, 2% late fee."},
     "email_reply": {"customer": "ada@example.com", "question": "Can I change my address?"},
 }
-
-
-@pytest.fixture(autouse=True)
-def orm_beside_playwright(monkeypatch):
-    """Playwright's sync API keeps an event loop on this thread, and Django refuses ORM
-    calls where a loop runs. Nothing async runs while a test reads the database (the
-    loop only turns inside Playwright's calls), which is what this setting declares."""
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-def shot(page, name: str) -> None:  # noqa: F811
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def interrupted(graph: str) -> Thread:
@@ -53,13 +36,13 @@ def interrupted(graph: str) -> Thread:
     return Thread.objects.get(pk=run.thread_id)
 
 
-def follow_run(page, status: str) -> None:  # noqa: F811
+def follow_run(page, status: str) -> None:
     """On a run page: wait until the live status reads ``status``."""
     expect(page).to_have_url(re.compile(r"/runs/\d+/$"))
     expect(page.get_by_test_id("run-status")).to_have_text(status)
 
 
-def test_approve_a_hitl_request_from_the_inbox(page, web, worker):  # noqa: F811
+def test_approve_a_hitl_request_from_the_inbox(page, web, worker):
     expense = interrupted("expense_approval")
     interrupted("email_reply")
     interrupted("parallel_review")
@@ -80,7 +63,7 @@ def test_approve_a_hitl_request_from_the_inbox(page, web, worker):  # noqa: F811
     assert engine.thread_state(expense).values["status"] == "paid"
 
 
-def test_answer_two_parallel_interrupts_by_id_in_one_submit(page, web, worker):  # noqa: F811
+def test_answer_two_parallel_interrupts_by_id_in_one_submit(page, web, worker):
     thread = interrupted("parallel_review")
     ids = [i.id for i in engine.pending_interrupts(thread)]
     page.goto(f"{web.url}/inbox/threads/{thread.pk}/")
@@ -96,7 +79,7 @@ def test_answer_two_parallel_interrupts_by_id_in_one_submit(page, web, worker): 
     expect(page.get_by_test_id("state-values")).to_contain_text('"verdict": "approved"')
 
 
-def test_a_malformed_json_answer_shows_an_error_and_changes_nothing(page, web, worker):  # noqa: F811
+def test_a_malformed_json_answer_shows_an_error_and_changes_nothing(page, web, worker):
     thread = interrupted("parallel_review")
     ids = [i.id for i in engine.pending_interrupts(thread)]
     page.goto(f"{web.url}/inbox/")
@@ -114,7 +97,7 @@ def test_a_malformed_json_answer_shows_an_error_and_changes_nothing(page, web, w
     assert [i.id for i in engine.pending_interrupts(thread)] == ids
 
 
-def test_fork_with_another_as_node_runs_from_the_changed_state(page, web, worker):  # noqa: F811
+def test_fork_with_another_as_node_runs_from_the_changed_state(page, web, worker):
     thread = interrupted("expense_approval")
     first = engine.thread_history(thread)[-2]  # step 0, written by __start__
     assert first.metadata["step"] == 0
@@ -141,7 +124,7 @@ def test_fork_with_another_as_node_runs_from_the_changed_state(page, web, worker
     expect(runs_table.locator("tbody tr").nth(0)).to_contain_text("fork")
 
 
-def test_replay_runs_the_nodes_again(page, web, worker):  # noqa: F811
+def test_replay_runs_the_nodes_again(page, web, worker):
     thread = interrupted("expense_approval")
     checkpoint = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
     finished(engine.resume(thread, {"decisions": [{"type": "approve"}]}))
@@ -160,7 +143,7 @@ def test_replay_runs_the_nodes_again(page, web, worker):  # noqa: F811
     assert thread.runs.filter(kind=Run.Kind.REPLAY, checkpoint_id=checkpoint).count() == 1
 
 
-def test_cancel_a_running_run_from_its_page(page, web, worker, tmp_path):  # noqa: F811
+def test_cancel_a_running_run_from_its_page(page, web, worker, tmp_path):
     run = engine.start("probe", {"dir": str(tmp_path), "log": []})
     wait_for(lambda: runs_of(tmp_path, "slow") == 1, message="the probe's slow node")
     page.goto(f"{web.url}/runs/{run.pk}/")

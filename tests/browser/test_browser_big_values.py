@@ -5,24 +5,17 @@ with a link to all of it. Saves a screenshot under ``var/screenshots/``."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, log_in, shot
+from tests.helpers.browser import TALL, shot
 from tests.helpers.threads import BIG, big_claim_thread
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def page(operator, web):
-    """A chromium page logged in to the console as ``operator``."""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(30_000)
-        log_in(page, web.url)
-        yield page
-        browser.close()
+def viewport() -> dict:
+    return TALL
 
 
 @pytest.fixture

@@ -7,30 +7,20 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.conf import settings
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from durable import engine, history
 from durable.models import Run, Thread
-from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.helpers.browser import TALL, shot
 from tests.helpers.runs import finished
 from tests.helpers.threads import EXPENSE
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
-
-SCREENSHOTS = settings.VAR_DIR / "screenshots"
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def page(operator, web):
-    """A chromium page logged in to the console as ``operator``."""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(30_000)
-        log_in(page, web.url)
-        yield page
-        browser.close()
+def viewport() -> dict:
+    return TALL
 
 
 @pytest.fixture
@@ -54,11 +44,6 @@ def forked(worker):
     return thread, at_approval, approved.checkpoint_id, fork.checkpoint_id
 
 
-def screenshot(locator, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    locator.screenshot(path=str(SCREENSHOTS / name))
-
-
 def test_the_tree_shows_a_forks_new_branch(forked, page, web):
     thread, at_approval, approved_id, fork_id = forked
 
@@ -76,7 +61,7 @@ def test_the_tree_shows_a_forks_new_branch(forked, page, web):
     svg_node = tree.locator(f'svg a[data-checkpoint-id="{fork_id}"] title')
     expect(svg_node).to_have_text(re.compile(r"^step \d+ · update · written by validate"))
 
-    screenshot(tree, "thread-tree.png")
+    shot(tree, "thread-tree")
 
     # A step opens the inspector in the pane below the tree, focused on its heading.
     fork_row.get_by_role("link", name=re.compile(r"step")).click()
@@ -86,7 +71,7 @@ def test_the_tree_shows_a_forks_new_branch(forked, page, web):
     expect(page.locator("#checkpoint-detail [data-testid=next]")).to_contain_text(
         "request_approval"
     )
-    screenshot(page.locator("main"), "thread-tree-inspector.png")
+    shot(page.locator("main"), "thread-tree-inspector")
 
 
 def test_diff_two_checkpoints(forked, page, web):
@@ -104,7 +89,7 @@ def test_diff_two_checkpoints(forked, page, web):
     expect(amount).to_contain_text("42.5")
     expect(amount).to_contain_text("7.5")
     expect(page.get_by_test_id("line-diff")).to_contain_text('"amount": 7.5,')
-    screenshot(page.locator("main"), "diff.png")
+    shot(page.locator("main"), "diff")
 
     page.get_by_role("link", name="Swap A and B").click()
     expect(page.locator(".diff-sides tbody tr").first).to_contain_text(fork_id)

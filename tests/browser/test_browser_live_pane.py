@@ -6,25 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.helpers.browser import TALL, expect_thread_status
 from tests.helpers.graphs import release, runs_of
 from tests.helpers.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.worker]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def page(operator, web):
-    """A chromium page logged in to the console as ``operator``."""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(30_000)
-        log_in(page, web.url)
-        yield page
-        browser.close()
+def viewport() -> dict:
+    return TALL
 
 
 def test_the_inspector_pane_stays_open_while_the_page_follows_a_run(page, web, worker, tmp_path):
@@ -33,7 +26,7 @@ def test_the_inspector_pane_stays_open_while_the_page_follows_a_run(page, web, w
     page.locator("#input-probe").fill(json.dumps({"dir": str(tmp_path), "log": []}))
     page.get_by_role("button", name="Start probe").click()
     wait_for(lambda: runs_of(tmp_path, "slow") == 1, message="the probe's slow node")
-    expect(page.get_by_test_id("thread-status")).to_have_text("busy")
+    expect_thread_status(page, "busy")
 
     page.get_by_role("link", name="step -1", exact=True).click()
     pane = page.locator("#checkpoint-detail")
@@ -42,6 +35,6 @@ def test_the_inspector_pane_stays_open_while_the_page_follows_a_run(page, web, w
     release(tmp_path)
 
     # The run's events re-render the live part (status, state, tree) around the pane.
-    expect(page.get_by_test_id("thread-status")).to_have_text("idle")
+    expect_thread_status(page, "idle")
     expect(page.get_by_test_id("state-values")).to_contain_text('"after"')
     expect(pane.get_by_role("heading", name="Step -1 · input")).to_be_visible()

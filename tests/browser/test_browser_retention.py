@@ -10,50 +10,23 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.conf import settings
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from durable import retention
 from durable.models import AuditEvent, Thread
-from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, log_in
+from tests.helpers.browser import shot
 from tests.helpers.retention import history, root_ids
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.browser,
-    pytest.mark.usefixtures("retention_graphs"),
-]
-
-SCREENSHOTS = settings.VAR_DIR / "screenshots"
-
-
-@pytest.fixture(autouse=True)
-def orm_beside_playwright(monkeypatch):
-    """Playwright's sync API keeps an event loop on this thread, and Django refuses ORM
-    calls where a loop runs; nothing async runs while a test reads the database."""
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("retention_graphs")]
 
 
 @pytest.fixture
-def admin_page(superuser, web):  # noqa: F811
-    """A chromium page logged in (through the console's login form) as ``superuser``,
-    staff and an admin of the default tenant."""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.set_default_timeout(30_000)
-        log_in(page, web.url, username="admin")
-        yield page
-        browser.close()
+def page_user(superuser):
+    """``page`` logs in as ``superuser``: staff, and an admin of the default tenant."""
+    return superuser
 
 
-def shot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-
-
-def test_an_admin_prunes_a_thread_after_a_dry_run_and_finds_it_in_the_audit(admin_page, web):
-    page = admin_page
+def test_an_admin_prunes_a_thread_after_a_dry_run_and_finds_it_in_the_audit(page, web):
     thread = history("retention_nested", 6, name="order-1042")
     plan = retention.prune_threads(Thread.objects.filter(pk=thread.pk), dry_run=True)
     [outcome] = plan.outcomes

@@ -1,4 +1,7 @@
-"""Smaller findings of a review of the console against its specification (issue 5)."""
+"""The console's details an operator reads: statuses said in text and icon (glyphs that
+Debian's default font has), long node names cut inside their box, the diff's
+side-by-side rows, a fork update at fault named (and nothing changed), and a second tab
+answering a busy thread told why in the console's words."""
 
 from __future__ import annotations
 

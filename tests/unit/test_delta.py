@@ -1,5 +1,6 @@
 """DeltaChannel threads: history rebuilt from ancestors' writes, and pruning that keeps
-what the survivors depend on (issue 8531's unsafe keep_latest)."""
+what the survivors depend on (a keep_latest that kept the newest checkpoint alone would
+lose the ancestors' writes a DeltaChannel's value is rebuilt from)."""
 
 from __future__ import annotations
 
