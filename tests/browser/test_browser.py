@@ -22,8 +22,8 @@ def test_operator_starts_an_expense_run_and_approves_it(page, web, worker):
 
     # The thread page follows the run until the worker reaches the interrupt.
     expect(page).to_have_url(re.compile(r"/threads/\d+/$"))
-    expect(page.get_by_role("heading", name="pay_expense")).to_be_visible()
     expect_thread_status(page, "interrupted")
+    expect(page.get_by_role("heading", name="pay_expense")).to_be_visible()
     expect(page.get_by_text("Pay 120.50 to Ada Lovelace")).to_be_visible()
 
     page.get_by_role("button", name="Approve").click()
