@@ -20,8 +20,6 @@ def viewport() -> dict:
 
 @pytest.fixture
 def thread():
-    # Made before ``page``: Playwright's sync API runs an event loop, in which Django
-    # refuses database calls.
     return big_claim_thread()
 
 

@@ -28,9 +28,7 @@ def forked(worker):
     """An expense claim approved and paid, then forked at its approval with another
     amount and run again by the worker, up to the approval again: two branches.
     Returns the thread, the checkpoint forked from, and its two children: the one
-    after the approval, and the fork's.
-    (Made before ``page``: Playwright's sync API runs an event loop, in which Django
-    refuses database calls.)"""
+    after the approval, and the fork's."""
     run = finished(engine.start("expense_approval", EXPENSE))
     assert run.status == Run.Status.INTERRUPTED
     thread = Thread.objects.get(pk=run.thread_id)
