@@ -67,7 +67,7 @@ def build_round_trip_graph():
     return builder
 
 
-GRAPHS = {"round_trip": "tests.test_serde.build_round_trip_graph"}
+GRAPHS = {"round_trip": "tests.unit.test_serde.build_round_trip_graph"}
 
 VALUES = {
     "when": datetime.datetime(2026, 11, 30, 6, 30, tzinfo=datetime.UTC),
@@ -139,7 +139,9 @@ def test_a_stored_class_outside_the_allowlist_is_not_instantiated():
     assert values["point"] == Point(3, 4)  # a registered graph's type still revives
 
 
-@override_settings(DURABLE_GRAPHS=GRAPHS, DURABLE_SERDE_ALLOWLIST=["tests.test_serde.Intruder"])
+@override_settings(
+    DURABLE_GRAPHS=GRAPHS, DURABLE_SERDE_ALLOWLIST=["tests.unit.test_serde.Intruder"]
+)
 def test_the_allowlist_setting_admits_more_classes():
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
