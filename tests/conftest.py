@@ -1,38 +1,57 @@
-"""Shared fixtures: a real Celery worker process on the test database, and helpers.
+"""The fixtures every test folder shares: the processes tests start (``worker``, ``web``:
+``tests.helpers.processes``), the pgvector database, who asks (``operator``, ``client``,
+``cookies``, ``api_key``, ``superuser``), the retention graphs. Plain helpers are in
+``tests/helpers/``; browser fixtures in ``tests/browser/conftest.py``.
 
-The test database must be visible to the worker, so tests that use the worker are
-``transaction=True`` (committed data) and, on SQLite, the test database is a file
-(``settings.DATABASES["default"]["TEST"]["NAME"]``).
-
-The broker is ``CELERY_BROKER_URL`` when set (``make test`` sets Redis for the
-PostgreSQL pass), else a SQLite file of kombu's SQLAlchemy transport kept apart from
-the one ``make run`` uses.
+Tests sit in folders that say what they need: ``unit/`` neither a worker nor a
+browser, ``worker/`` a real Celery worker process, ``browser/`` chromium. Marks follow
+from that (``pytest_collection_modifyitems``): ``browser`` for every test of
+``browser/``, ``worker`` for every test that uses the ``worker`` fixture.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from dashboard.celery import app as celery_app
+from tests.helpers.graphs import GRAPHS
+from tests.helpers.processes import (
+    PGVECTOR_ALIAS,
+    WEB_LOG,
+    WORKER_LOG,
+    WebProcess,
+    WorkerProcess,
+    broker_url,
+)
+from tests.helpers.retention_graphs import GRAPHS as RETENTION_GRAPHS
+from tests.helpers.users import PASSWORD, member
 
-ROOT = Path(__file__).resolve().parent.parent
-WORKER_LOG = settings.VAR_DIR / "test-worker.log"
-WORKER_APPLICATION_NAME = "durable-test-worker"
+TESTS = Path(__file__).resolve().parent
 
-# The tests' own graphs (tests/graphs.py): registered here for this process, and through
-# DURABLE_EXTRA_GRAPHS (dashboard/settings.py) for the workers the tests start.
-TEST_GRAPHS = {"probe": "tests.graphs.build_probe", "nested": "tests.graphs.build_nested"}
-settings.DURABLE_GRAPHS.update(TEST_GRAPHS)
+# The tests' own graphs: registered here for this process, and through
+# DURABLE_EXTRA_GRAPHS (dashboard/settings.py) for the processes the tests start.
+settings.DURABLE_GRAPHS.update(GRAPHS)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test for what it needs, and refuse a test in ``unit/`` that starts a
+    worker or a browser: the folder promises neither."""
+    for item in items:
+        folder = item.path.relative_to(TESTS).parts[0]
+        uses_worker = "worker" in item.fixturenames
+        if folder == "browser":
+            item.add_marker(pytest.mark.browser)
+        if uses_worker:
+            item.add_marker(pytest.mark.worker)
+        if folder == "unit" and (uses_worker or "chromium" in item.fixturenames):
+            raise pytest.UsageError(
+                f"{item.nodeid} needs a worker or a browser: move it to tests/worker/ or "
+                "tests/browser/"
+            )
 
 
 def _flush_retrying_deadlocks() -> None:
@@ -61,156 +80,18 @@ def _flush_retrying_deadlocks() -> None:
 _flush_retrying_deadlocks()
 
 
-def wait_for(predicate, timeout=60.0, interval=0.1, message="condition"):
-    """Poll ``predicate`` until it returns a truthy value; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-
-
-def pg_connections(application_name: str, where: str = "") -> int:
-    """How many connections to the test database the processes named
-    ``application_name`` hold now (libpq's ``PGAPPNAME``), among the backends that also
-    meet SQL condition ``where`` on ``pg_stat_activity`` when given. This database only:
-    other checkouts may run their test processes on the same server, under the same
-    application names. PostgreSQL only; opens this thread's connection."""
-    sql = (
-        "SELECT count(*) FROM pg_stat_activity"
-        " WHERE application_name = %s AND datname = current_database()"
-    )
-    with connection.cursor() as cur:
-        cur.execute(f"{sql} AND ({where})" if where else sql, [application_name])
-        return cur.fetchone()[0]
-
-
-def _test_broker_url() -> str:
-    return os.environ.get("CELERY_BROKER_URL") or (
-        f"sqla+sqlite:///{settings.VAR_DIR / 'test-celery-broker.sqlite3'}"
-    )
-
-
-def _database_url() -> str:
-    """A DATABASE_URL naming the *test* database, for processes started by tests."""
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{db['NAME']}"
-    user = db.get("USER") or ""
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    host = db.get("HOST") or "127.0.0.1"
-    port = db.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{db['NAME']}"
-
-
-# The run engine's timings in the test workers (seconds): short, so that a killed
-# worker's run is picked up again within a few seconds (dashboard/settings.py).
-ENGINE_TIMINGS = {
-    "DURABLE_RUN_LEASE_SECONDS": "3",
-    "DURABLE_HEARTBEAT_SECONDS": "0.5",
-    "DURABLE_REAPER_INTERVAL_SECONDS": "1",
-    "DURABLE_STOP_GRACE_SECONDS": "3",
-    "DURABLE_REDISPATCH_SECONDS": "2",
-    # Workers keep their connection pool between runs; here it empties within seconds.
-    "DURABLE_DB_POOL_MAX_IDLE_SECONDS": "1",
-}
-
-
-def worker_env() -> dict:
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=_database_url(),
-        CELERY_BROKER_URL=_test_broker_url(),
-        DJANGO_SETTINGS_MODULE="dashboard.settings",
-        PYTHONUNBUFFERED="1",
-        # libpq names every PostgreSQL connection of the worker, so tests can count them.
-        PGAPPNAME=WORKER_APPLICATION_NAME,
-        DURABLE_EXTRA_GRAPHS=",".join(f"{name}={path}" for name, path in TEST_GRAPHS.items()),
-        **ENGINE_TIMINGS,
-    )
-    return env
+# -- the processes tests start ------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
 def celery_broker():
     """Point this process's Celery app at the test broker and empty its queue, so no
     task from an earlier test session reaches this session's fresh database."""
-    celery_app.conf.broker_url = _test_broker_url()
+    celery_app.conf.broker_url = broker_url()
     with celery_app.connection_for_write() as conn:
         conn.default_channel.queue_declare("celery", durable=True, auto_delete=False)
         conn.default_channel.queue_purge("celery")
     yield celery_app
-
-
-class WorkerProcess:
-    """``celery -A dashboard worker`` with the prefork pool, as ``make run`` starts it:
-    no Celery beat, since every worker runs the reaper of stale runs itself. It leads
-    its own process group, so ``kill()`` takes its pool processes down with it, as a
-    lost machine would."""
-
-    def __init__(self, log_path: Path, name: str = "test", concurrency: int = 2):
-        self.log_path = log_path
-        self.name = name
-        self.concurrency = concurrency
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def hostname(self) -> str:
-        return f"{self.name}-{os.getpid()}@{socket.gethostname()}"
-
-    def start(self):
-        self.log_path.write_text("")
-        self._log = self.log_path.open("a")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "dashboard",
-                "worker",
-                "--loglevel=INFO",
-                f"--concurrency={self.concurrency}",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                f"--hostname={self.hostname}",
-            ],
-            cwd=ROOT,
-            env=worker_env(),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        wait_for(lambda: "ready." in self.log(), timeout=60, message="the worker to be ready")
-        return self
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def terminate(self):
-        """SIGTERM to the worker's main process only, as ``kill PID`` or a process
-        manager that signals the main process does: a warm shutdown."""
-        self.proc.send_signal(signal.SIGTERM)
-
-    def kill(self):
-        """SIGKILL to the worker and its pool processes: nothing runs on."""
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        self._log.close()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        if not self._log.closed:
-            self._log.close()
 
 
 @pytest.fixture(scope="session")
@@ -221,7 +102,12 @@ def worker(django_db_setup, django_db_blocker, celery_broker):
     process.stop()
 
 
-PGVECTOR_ALIAS = "pgvector"
+@pytest.fixture(scope="session")
+def web(django_db_setup, django_db_blocker):
+    """uvicorn serving ``dashboard.asgi:application`` on the test database; ``.url``."""
+    process = WebProcess(WEB_LOG).start()
+    yield process
+    process.stop()
 
 
 @pytest.fixture(scope="session")
@@ -263,26 +149,24 @@ def pgvector_database(django_db_setup, django_db_blocker, tmp_path_factory):
 
 # -- who is asking ------------------------------------------------------------------------
 
-PASSWORD = "a-test-password-1"
-
-
-def member(username: str, tenant=None, role: str = "operator"):
-    """A user who is a ``role`` of ``tenant`` (default: the default tenant), with
-    password ``PASSWORD``."""
-    from django.contrib.auth import get_user_model
-
-    from durable.models import Membership, Tenant
-
-    user = get_user_model().objects.create_user(username, password=PASSWORD)
-    Membership.objects.create(user=user, tenant=tenant or Tenant.default(), role=role)
-    return user
-
 
 @pytest.fixture
 def operator(db):
     """An operator of the default tenant, where ``durable.engine`` puts threads made
     without a tenant."""
     return member("operator")
+
+
+@pytest.fixture
+def superuser(db):
+    """``admin``: a superuser (so staff), and an admin of the default tenant."""
+    from django.contrib.auth import get_user_model
+
+    from durable.models import Membership, Role, Tenant
+
+    user = get_user_model().objects.create_superuser("admin", password=PASSWORD)
+    Membership.objects.create(user=user, tenant=Tenant.default(), role=Role.ADMIN)
+    return user
 
 
 @pytest.fixture
@@ -299,8 +183,6 @@ def client(operator):
 def cookies(client) -> dict:
     """The session cookie of ``client`` (logged in as ``operator``), for HTTP clients
     of the console other than Django's (httpx against the ``web`` server)."""
-    from django.conf import settings
-
     name = settings.SESSION_COOKIE_NAME
     return {name: client.cookies[name].value}
 
@@ -314,13 +196,12 @@ def api_key(db) -> str:
     return create_token(Tenant.default(), "tests")[1]
 
 
-def log_in(page, base_url: str, username: str = "operator", password: str = PASSWORD) -> None:
-    """Log ``page`` in through the console's login form."""
-    page.goto(f"{base_url}/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+# -- graphs --------------------------------------------------------------------------------
 
 
-from tests.webserver import web  # noqa: E402, F401  (the ASGI server fixture)
+@pytest.fixture
+def retention_graphs(monkeypatch):
+    """The graphs of ``tests.helpers.retention_graphs``, registered for this test only
+    (modules that use them: ``pytest.mark.usefixtures("retention_graphs")``)."""
+    for name, path in RETENTION_GRAPHS.items():
+        monkeypatch.setitem(settings.DURABLE_GRAPHS, name, path)

@@ -103,8 +103,13 @@ def _last_seq(run) -> int:
 
 
 def _render_thread(request, thread, form=None, status=200):
-    state = engine.thread_state(thread)
+    # The active run first, then the thread's status and state: a run's end and its
+    # thread's status commit together, so a page with no active run to follow shows what
+    # the end wrote. Read the other way round, a run that ended between the reads left
+    # a page that said "busy" and had nothing left to refresh it.
     active_run = thread.runs.filter(status__in=Run.ACTIVE).first()
+    thread.refresh_from_db()
+    state = engine.thread_state(thread)
     pending = list(state.interrupts)
     latest = ((state.config or {}).get("configurable") or {}).get("checkpoint_id") or ""
     context = {

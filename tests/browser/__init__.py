@@ -1,0 +1,1 @@
+"""Tests that drive Debian's chromium with Playwright (``tests/browser/conftest.py``)."""

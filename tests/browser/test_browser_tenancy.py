@@ -1,0 +1,39 @@
+"""Tenancy in a real browser: an operator of one tenant cannot open another's thread,
+and the console runs under its Content-Security-Policy without a violation."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from durable import engine
+from durable.models import Tenant
+from tests.helpers.browser import log_in, new_page, shot
+from tests.helpers.threads import at_interrupt
+from tests.helpers.users import member
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_an_operator_cannot_open_another_tenants_thread(chromium, web):
+    ours = at_interrupt()
+    globex = Tenant.objects.create(slug="globex", name="Globex")
+    theirs = engine.create_thread("expense_approval", thread_id="globex-secret", tenant=globex)
+    member("ann")  # an operator of the default tenant only
+    # Not the ``page`` fixture: the listener must hear the login page too.
+    page = new_page(chromium)
+    violations = []
+    page.on(
+        "console",
+        lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    log_in(page, web.url, "ann")
+    expect(page.get_by_role("link", name=ours.name)).to_be_visible()
+    expect(page.get_by_text("globex-secret")).to_have_count(0)
+    page.goto(f"{web.url}/threads/{ours.pk}/")
+    expect(page.get_by_role("heading", name=ours.name)).to_be_visible()
+    response = page.goto(f"{web.url}/threads/{theirs.pk}/")
+    assert response.status == 404
+    expect(page.get_by_text("globex-secret")).to_have_count(0)
+    shot(page, "tenant-404")
+    assert violations == []

@@ -1,0 +1,54 @@
+"""Runs that a worker process executes, and waits on what it does with them: their end
+(``finished``), the probe graph's first super-step (``probe``, ``slow_started``), a
+drain (``draining``), and the events a run wrote (``events``, ``lifecycle``)."""
+
+from __future__ import annotations
+
+from durable import engine
+from durable.models import CheckpointWrite, Run, RunEvent, Thread
+from tests.helpers.graphs import runs_of
+from tests.helpers.waiting import wait_for
+
+
+def finished(run: Run, timeout: float = 60) -> Run:
+    """Wait for the worker to end ``run``; return it fresh from the database."""
+    return wait_for(
+        lambda: (r := Run.objects.get(pk=run.pk)).status not in Run.ACTIVE and r,
+        timeout=timeout,
+        message=f"run {run.pk} to end",
+    )
+
+
+def events(run: Run) -> list[RunEvent]:
+    return list(RunEvent.objects.filter(run=run).order_by("seq"))
+
+
+def lifecycle(run: Run) -> list[dict]:
+    return [e.data for e in events(run) if e.event == RunEvent.LIFECYCLE]
+
+
+def probe(directory, **options) -> Run:
+    """A probe run (``tests.helpers.graphs``): its ``slow`` node holds the first
+    super-step open until ``release(directory)``."""
+    return engine.start("probe", {"dir": str(directory), "log": []}, **options)
+
+
+def slow_started(run: Run, directory) -> None:
+    """Wait until the probe's first super-step is under way: ``slow`` has started and
+    ``fast``'s write is saved as a pending write of the input checkpoint."""
+    thread_id = Thread.objects.get(pk=run.thread_pk).thread_id
+    wait_for(
+        lambda: (
+            runs_of(directory, "slow") == 1
+            and CheckpointWrite.objects.filter(thread_id=thread_id, channel="log").exists()
+        ),
+        message="the probe's first super-step",
+    )
+
+
+def draining(run: Run, reason: str) -> None:
+    """Wait until the worker has seen the stop request and asked LangGraph to drain."""
+    wait_for(
+        lambda: {"status": "running", "draining": reason} in lifecycle(run),
+        message=f"run {run.pk} to drain ({reason})",
+    )

@@ -1,0 +1,1 @@
+"""Tests that need neither a worker process nor a browser (some start the web server)."""

@@ -1,0 +1,68 @@
+"""Input no page can serve is a 400 or a 404 that says why, never a 500.
+
+Found by hand: on PostgreSQL a NUL character (``%00``) in a metadata filter, a store
+filter, the inbox's graph or a checkpoint id in the path reached the database, which
+refuses NUL in text; a page number or keyset cursor past the database's integers, or
+written with digits ``int()`` does not take (``²``), raised in Python.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from durable import engine
+from durable.graphs import get_graph
+from durable.models import Thread
+from tests.helpers.threads import EXPENSE
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def thread() -> Thread:
+    thread = engine.create_thread("expense_approval")
+    get_graph("expense_approval").invoke(EXPENSE, engine.config_for(thread))
+    return thread
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "says"),
+    [
+        ("/?meta=team%3D%00", 400, "NUL"),
+        ("/?meta=%00%3D1", 400, "NUL"),
+        ('/?meta=team%3D"%5Cu0000"', 400, "NUL"),
+        ("/?after=%C2%B2-1", 400, "damaged"),
+        ("/?before=1-%C2%B2", 400, "damaged"),
+        ("/store/?filter=a%3D%00", 400, "NUL"),
+        ("/store/?filter=%00%3D1", 400, "NUL"),
+        ('/store/?filter={"a": "%5Cu0000"}', 400, "NUL"),
+        ("/inbox/?graph=%00", 400, "no graph"),
+        ("/inbox/?graph=" + "g" * 101, 400, "no graph"),
+    ],
+)
+def test_bad_query_parameters_are_input_errors(client, path, status, says):
+    response = client.get(path)
+    assert response.status_code == status
+    assert says in response.content.decode()
+
+
+@pytest.mark.parametrize("page", ["99999999999999999999999", "%C2%B2", "9" * 5000])
+def test_a_store_page_past_any_offset_is_an_empty_page(client, page):
+    response = client.get(f"/store/?page={page}")
+    assert response.status_code == 200
+    assert "No item in the store" in response.content.decode()
+
+
+@pytest.mark.parametrize("suffix", ["", "fork/", "replay/", "json/"])
+@pytest.mark.parametrize("checkpoint_id", ["%00", "a%00b", "c" * 65])
+def test_a_checkpoint_id_the_tables_cannot_hold_is_a_404(client, thread, checkpoint_id, suffix):
+    response = client.get(f"/threads/{thread.pk}/checkpoints/{checkpoint_id}/{suffix}")
+    assert response.status_code == 404
+
+
+def test_a_real_checkpoint_id_still_resolves(client, thread):
+    checkpoint_id = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
+    url = reverse("checkpoint", args=[thread.pk, checkpoint_id])
+    assert url == f"/threads/{thread.pk}/checkpoints/{checkpoint_id}/"
+    assert client.get(url).status_code == 200
