@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from durable import engine
+from durable import conf, engine
 from durable.engine import follow as events
 from durable.models import Run, RunEvent
 from tests.conftest import pg_connections, wait_for
@@ -162,7 +162,7 @@ def test_fifty_open_streams_hold_a_bounded_number_of_connections(web, worker, tm
         assert max(seen) <= WEB_POOL_SIZE + 1, seen
         assert listeners(web) == 1
     else:
-        assert max(seen) <= events.READERS, seen
+        assert max(seen) <= conf.DURABLE_EVENT_READERS, seen
 
 
 def _counted(web) -> int:
