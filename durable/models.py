@@ -195,7 +195,8 @@ class Thread(models.Model):
 
 class Run(models.Model):
     """One execution of a thread's graph by a worker: ``pending → running → success |
-    error | interrupted | cancelled | timeout`` (``durable.engine.operations`` moves it along).
+    error | interrupted | cancelled | timeout`` (``durable.engine.policy`` and
+    ``durable.engine.execution`` move it along).
 
     What it runs, by ``kind``: ``start`` streams ``input``; ``resume`` streams
     ``Command(resume=command["resume"])``; ``fork`` and ``replay`` stream ``None``

@@ -180,8 +180,8 @@ def listeners(web) -> int:
 def test_on_postgresql_new_events_wake_the_streams(worker, tmp_path, monkeypatch):
     """With polling put off for ten minutes, a stream still gets each event as the
     worker writes it: NOTIFY wakes it."""
-    monkeypatch.setattr(events, "FALLBACK_SECONDS", 600)
-    monkeypatch.setattr(events, "POLL_SECONDS", 600)
+    monkeypatch.setattr(settings, "DURABLE_EVENTS_FALLBACK_SECONDS", 600, raising=False)
+    monkeypatch.setattr(settings, "DURABLE_EVENTS_POLL_SECONDS", 600, raising=False)
     run = start_probe(tmp_path)
 
     async def follow() -> tuple[list[str], str | None]:

@@ -23,6 +23,7 @@ from django.utils import timezone
 from durable import conf
 from durable.engine.checks import InvalidRequest
 from durable.engine.records import has_active_runs, set_thread_status
+from durable.engine.state import config_for
 from durable.graphs import get_graph
 from durable.models import Run, RunEvent, Thread
 
@@ -176,8 +177,7 @@ def settle_thread(thread_pk: int, ended: str | None = None) -> Sends:
         return Sends()
     thread = Thread.objects.filter(pk=thread_pk).first()
     if thread is not None:
-        config = {"configurable": {"thread_id": thread.thread_id}}
-        latest = get_graph(thread.graph).get_state(config)
+        latest = get_graph(thread.graph).get_state(config_for(thread))
         set_thread_status(thread_pk, thread_status_after(ended, bool(latest.interrupts)))
     return Sends()
 

@@ -167,7 +167,8 @@ def graph_shape(thread: Thread) -> GraphShape:
 
 
 def graph_of(thread: Thread):
-    """The compiled graph of ``thread``; a bare thread has none until its first run."""
+    """The compiled graph of ``thread``. Raises ``InvalidRequest("thread")`` for a bare
+    thread, which has none until its first run."""
     if not thread.graph:
         raise InvalidRequest(
             "thread", f"Thread {thread.name!r} has no graph yet: start a run on it first."
