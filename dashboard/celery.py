@@ -9,6 +9,7 @@ from kombu.transport import sqlalchemy as kombu_sqlalchemy
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
+# durable.engine.queue.RUN_TASK, which cannot be imported before Django is set up.
 RUN_TASK = "durable.execute_run"
 
 

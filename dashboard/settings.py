@@ -17,14 +17,12 @@ Everything that differs between machines comes from the environment:
 - ``DURABLE_DB_POOL_SIZE`` (default 8) and ``DURABLE_DB_POOL_MAX_IDLE_SECONDS`` (60): each
   process's PostgreSQL connection pool.
 - ``DURABLE_VAR_DIR``: where the SQLite files live; default ``var/``.
-- Run engine timings, in seconds (``durable.engine.execution``): ``DURABLE_RUN_LEASE_SECONDS``
-  (default 30), ``DURABLE_HEARTBEAT_SECONDS`` (a third of the lease),
-  ``DURABLE_REAPER_INTERVAL_SECONDS`` (10), ``DURABLE_STOP_GRACE_SECONDS`` (30),
-  ``DURABLE_REDISPATCH_SECONDS`` (300) and ``DURABLE_RUN_TIMEOUT_SECONDS`` (unset: no limit).
-- ``DURABLE_RETENTION_INTERVAL_SECONDS``: how often beat applies the retention policies
-  and sweeps the store's expired items (default 3600).
-- ``DURABLE_RUN_SYNCHRONOUS_COMMIT``: ``1`` makes the worker's run records wait for the
-  WAL flush on PostgreSQL (default ``0``: ``durable.engine.records``).
+- The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
+  ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
+  ``DURABLE_STOP_GRACE_SECONDS``, ``DURABLE_REDISPATCH_SECONDS``,
+  ``DURABLE_RUN_TIMEOUT_SECONDS`` and ``DURABLE_RETENTION_INTERVAL_SECONDS``;
+  ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``1``: run records wait for the WAL flush). What
+  each means, and its default when unset: ``durable.conf``.
 """
 
 import os
@@ -32,6 +30,8 @@ from pathlib import Path
 
 import dj_database_url
 from csp.constants import NONE, SELF
+
+from durable import conf
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("DURABLE_VAR_DIR", BASE_DIR / "var"))
@@ -163,9 +163,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 
-def _seconds(name: str, default: float | None) -> float | None:
+def _seconds(name: str) -> float | None:
+    """Setting ``name`` from the environment, else its default (``durable.conf``)."""
     value = os.environ.get(name, "")
-    return float(value) if value else default
+    return float(value) if value else conf.default(name)
 
 
 # The run engine (durable.engine). A running run holds a lease of DURABLE_RUN_LEASE_SECONDS
@@ -176,16 +177,16 @@ def _seconds(name: str, default: float | None) -> float | None:
 # A run asked to stop that has not reached a super-step boundary within
 # DURABLE_STOP_GRACE_SECONDS is stopped hard (its pool process is killed).
 # DURABLE_RUN_TIMEOUT_SECONDS bounds a run's wall time (status "timeout"); unset, no limit.
-DURABLE_RUN_LEASE_SECONDS = _seconds("DURABLE_RUN_LEASE_SECONDS", 30.0)
-DURABLE_HEARTBEAT_SECONDS = _seconds("DURABLE_HEARTBEAT_SECONDS", DURABLE_RUN_LEASE_SECONDS / 3)
-DURABLE_REAPER_INTERVAL_SECONDS = _seconds("DURABLE_REAPER_INTERVAL_SECONDS", 10.0)
-DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS", 30.0)
-DURABLE_REDISPATCH_SECONDS = _seconds("DURABLE_REDISPATCH_SECONDS", 300.0)
-DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS", None)
+DURABLE_RUN_LEASE_SECONDS = _seconds("DURABLE_RUN_LEASE_SECONDS")
+DURABLE_HEARTBEAT_SECONDS = _seconds("DURABLE_HEARTBEAT_SECONDS")  # None: a third of the lease
+DURABLE_REAPER_INTERVAL_SECONDS = _seconds("DURABLE_REAPER_INTERVAL_SECONDS")
+DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS")
+DURABLE_REDISPATCH_SECONDS = _seconds("DURABLE_REDISPATCH_SECONDS")
+DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS")
 # On PostgreSQL the worker's own records (a run's claim, its events, its outcome) commit
 # without waiting for the WAL flush (durable.engine.records); 1 makes them wait, as checkpoints do.
 DURABLE_RUN_SYNCHRONOUS_COMMIT = os.environ.get("DURABLE_RUN_SYNCHRONOUS_COMMIT", "0") == "1"
-DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS", 3600.0)
+DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS")
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
 # retention sweep (durable.retention): the policies, then the store's TTL sweep. Several

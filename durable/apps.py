@@ -7,11 +7,12 @@ class DurableConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        # Connects the signal that NOTIFYs web processes of each new RunEvent.
         # Records every login in the audit trail (durable.audit).
         from django.contrib.auth.signals import user_logged_in
 
         from durable.audit import record_login
-        from durable.engine import follow  # noqa: F401
+
+        # Connects the signal that NOTIFYs web processes of each new RunEvent.
+        from durable.engine import records  # noqa: F401
 
         user_logged_in.connect(record_login, dispatch_uid="durable-audit-login")

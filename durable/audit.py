@@ -10,20 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from durable.engine.checks import actor as actor_name
-from durable.models import AuditEvent, Checkpoint, Run, Tenant, Thread
+from durable.history import newest_checkpoint_id
+from durable.models import AuditEvent, Run, Tenant, Thread
 
 Action = AuditEvent.Action
 
 
 def head_checkpoint(thread: Thread) -> str:
-    """The thread's newest root checkpoint id ("" when it has none)."""
-    return (
-        Checkpoint.objects.filter(thread_id=thread.thread_id, checkpoint_ns="")
-        .order_by("-checkpoint_id")
-        .values_list("checkpoint_id", flat=True)
-        .first()
-        or ""
-    )
+    """The thread's newest root checkpoint id, as an event's ``before``/``after`` keeps it
+    (``""`` when it has none)."""
+    return newest_checkpoint_id(thread.thread_id) or ""
 
 
 def record(

@@ -18,11 +18,12 @@ from typing import Any, TypeVar
 
 import psycopg
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import connections
 from django.db.models import BinaryField, DateTimeField, JSONField
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+
+from durable import conf
 
 T = TypeVar("T")
 
@@ -236,18 +237,27 @@ def json_value(value):
 
 # -- borrowed connections ---------------------------------------------------------------
 
-# At most this many borrowed reads of one process hold a connection at the same time.
-READERS: int = getattr(settings, "DURABLE_EVENT_READERS", 4)
-# A thread semaphore, taken in the thread that runs the query: a stream whose client
-# goes away while its read is in flight still holds its slot until the read ends.
-_slots = threading.BoundedSemaphore(READERS)
+# At most DURABLE_EVENT_READERS borrowed reads of one process hold a connection at the
+# same time: a thread semaphore, made at the first read and taken in the thread that runs
+# the query, so a stream whose client goes away while its read is in flight still holds
+# its slot until the read ends.
+_slots: threading.BoundedSemaphore | None = None
+_slots_made = threading.Lock()
+
+
+def _reader_slots() -> threading.BoundedSemaphore:
+    global _slots
+    with _slots_made:
+        if _slots is None:
+            _slots = threading.BoundedSemaphore(conf.DURABLE_EVENT_READERS)
+        return _slots
 
 
 def _borrowing(read: Callable[..., T]) -> Callable[..., T]:
     """``read`` run under a reader slot, giving its connection back when done."""
 
     def borrowed(*args) -> T:
-        with _slots:
+        with _reader_slots():
             try:
                 return read(*args)
             finally:

@@ -123,6 +123,22 @@ def tree_page(
     return TreePage(nodes=nodes, newer=newer, older=older, total=rows.count())
 
 
+def root_checkpoints(thread_id: str):
+    """The thread's checkpoints in the root namespace (the graph's own), newest first: a
+    backward scan of the ``(thread_id, checkpoint_ns, checkpoint_id)`` index, for the
+    caller to bound."""
+    return Checkpoint.objects.filter(thread_id=thread_id, checkpoint_ns="").order_by(
+        "-checkpoint_id"
+    )
+
+
+def newest_checkpoint_id(thread_id: str) -> str | None:
+    """The id of the thread's newest root checkpoint, ``None`` when it has none: one index
+    lookup. (The PostgreSQL claim, ``durable.engine.records._CLAIM``, selects the same in
+    its own SQL, to stay one statement.)"""
+    return root_checkpoints(thread_id).values_list("checkpoint_id", flat=True).first()
+
+
 def children_of(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> list[TreeNode]:
     """The checkpoints whose parent is ``checkpoint_id``, oldest first (no writers)."""
     rows = Checkpoint.objects.filter(

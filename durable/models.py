@@ -195,7 +195,8 @@ class Thread(models.Model):
 
 class Run(models.Model):
     """One execution of a thread's graph by a worker: ``pending → running → success |
-    error | interrupted | cancelled | timeout`` (``durable.engine.operations`` moves it along).
+    error | interrupted | cancelled | timeout`` (``durable.engine.policy`` and
+    ``durable.engine.execution`` move it along).
 
     What it runs, by ``kind``: ``start`` streams ``input``; ``resume`` streams
     ``Command(resume=command["resume"])``; ``fork`` and ``replay`` stream ``None``
@@ -341,11 +342,23 @@ class Run(models.Model):
         return self.status in self.ACTIVE
 
 
+# How a run's events are numbered: ``seq`` is the run's highest + 1 (+ 2, ... for a batch),
+# computed where the events are written. The web process (a cancel's event) and the worker
+# may both write a running run's events; the unique constraint refuses the writer that
+# lost a race to the same ``seq``, which tries again, up to SEQ_ATTEMPTS times. The ORM
+# paths are the manager's; ``durable.engine.records`` writes batches by the same rule, in
+# one SQL statement on PostgreSQL.
+SEQ_ATTEMPTS = 5
+
+
 class RunEventManager(models.Manager):
+    def highest_seq(self, run_id: int) -> int:
+        """The run's highest ``seq`` so far (0 before its first event)."""
+        return self.filter(run_id=run_id).aggregate(seq=Max("seq"))["seq"] or 0
+
     def append(self, run_id: int, event: str, data: Any = None, ns: str = "") -> None:
-        """Write the run's next event. Its ``seq`` (the run's highest + 1) is computed by
-        the INSERT itself, in one statement; a writer that raced another to the same
-        ``seq`` (the unique constraint refuses it) tries again. ``data`` must be JSON-safe
+        """Write the run's next event, its ``seq`` computed by the INSERT itself, in one
+        statement (see ``SEQ_ATTEMPTS``). ``data`` must be JSON-safe
         (``durable.values.jsonable``)."""
         latest = (
             self.filter(run_id=run_id)
@@ -354,7 +367,7 @@ class RunEventManager(models.Manager):
             .annotate(m=Max("seq"))
             .values("m")
         )
-        for attempt in range(5):
+        for attempt in range(SEQ_ATTEMPTS):
             # A failed INSERT inside a transaction must not break the caller's.
             guard = transaction.atomic() if transaction.get_connection().in_atomic_block else None
             try:
@@ -368,7 +381,7 @@ class RunEventManager(models.Manager):
                     )
                 return
             except IntegrityError:
-                if attempt == 4:
+                if attempt == SEQ_ATTEMPTS - 1:
                     raise
 
 

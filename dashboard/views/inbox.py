@@ -157,11 +157,11 @@ def answer(request, pk: int):
 
 @require_POST
 def close(request, pk: int):
-    """Close thread ``pk`` without resuming: ``durable.engine.fork(thread, checkpoint,
-    None, as_node="__end__", metadata={"reason": ...})`` clears its next tasks (and so
-    its interrupts); 303 to the thread. The reason stays on the new checkpoint's
-    metadata. Refused (400, nothing changed): no reason, or a thread that moved on
-    since the operator saw it (``checkpoint_id`` is no longer its latest)."""
+    """Close thread ``pk`` without resuming (``durable.engine.close``): its next tasks,
+    and so its interrupts, are cleared; 303 to the thread. The reason stays on the new
+    checkpoint's metadata and in the audit trail. Refused (400, nothing changed): no
+    reason, or a thread that moved on since the operator saw it (``checkpoint_id`` is no
+    longer its latest)."""
     thread = access.thread_or_404(request, pk)
     access.require_operator(request)
     entry = _entry(thread)
@@ -175,13 +175,8 @@ def close(request, pk: int):
             )
         else:
             try:
-                engine.fork(
-                    thread,
-                    seen,
-                    None,
-                    as_node="__end__",
-                    metadata={"reason": form.cleaned_data["reason"]},
-                    requested_by=request.user,
+                engine.close(
+                    thread, seen, requested_by=request.user, reason=form.cleaned_data["reason"]
                 )
             except engine.InvalidRequest as exc:
                 form.add_error(None, refusal(exc, thread))

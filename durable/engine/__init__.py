@@ -1,32 +1,41 @@
-"""The run engine: the operations the console and the API call (start, resume, fork,
-replay, answer_again, cancel, delete_thread, state reads), and below them the rules of
-queueing, the run records, execution in workers, leases and recovery.
+"""The run engine: what the console and the API call.
 
-Surfaces import from here; the modules inside are the engine's own.
+Requests (``durable.engine.operations``): ``create_thread``, ``update_thread_metadata``,
+``start``, ``resume``, ``fork``, ``close``, ``replay``, ``answer_again``, ``cancel``,
+``delete_thread``. State reads (``durable.engine.state``): ``thread_state``, ``state_at``,
+``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``,
+``graph_shape``, ``config_for``. Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
+
+Below them, the engine's own modules: ``policy`` (queueing rules, no broker), ``queue``
+(the broker), ``records`` (a run's claim, events and outcome), ``execution``, ``buffer``
+and ``lease`` (a run in a worker), ``recovery`` (the reaper, drain and hand-back),
+``tasks`` (Celery tasks and worker signals) and ``follow`` (following a run's events).
 """
 
+from durable.engine.checks import InvalidRequest, check_storable
 from durable.engine.operations import (
     ForkResult,
-    GraphShape,
-    InvalidRequest,
     answer_again,
     cancel,
-    check_storable,
-    config_for,
+    close,
     create_thread,
     delete_thread,
     fork,
+    replay,
+    resume,
+    start,
+    update_thread_metadata,
+)
+from durable.engine.state import (
+    GraphShape,
+    config_for,
     graph_drawing,
     graph_shape,
     pending_interrupts,
     pending_writes,
-    replay,
-    resume,
-    start,
     state_at,
     thread_history,
     thread_state,
-    update_thread_metadata,
 )
 
 __all__ = [
@@ -38,6 +47,7 @@ __all__ = [
     "start",
     "resume",
     "fork",
+    "close",
     "replay",
     "answer_again",
     "cancel",

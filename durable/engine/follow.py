@@ -5,22 +5,22 @@ Workers and web processes share nothing but the database, so the web process lea
 what a worker did by reading it. Each open stream reads the run's new events, then
 pauses until there may be more. A read *borrows* a database connection and gives it
 back before the pause (on PostgreSQL the connection returns to the process's pool; on
-SQLite the file is closed), and at most ``READERS`` reads of one process hold a
-connection at the same time, so any number of open streams hold at most ``READERS``
+SQLite the file is closed), and at most ``DURABLE_EVENT_READERS`` reads of one process hold a
+connection at the same time, so any number of open streams hold at most that many
 connections between them.
 
 How long a stream pauses:
 
 - On PostgreSQL, each new ``RunEvent`` sends ``NOTIFY durable_run_events, '<run id>'``
-  (from the writer's transaction, so it arrives once the event is committed), and one
-  listener thread per web process, on one connection of its own, wakes the streams that
-  follow that run. They still read every ``FALLBACK_SECONDS`` (default 2), for what
-  sends no notification (a run deleted by a rollback) and while the listener reconnects.
-- Otherwise (SQLite, or ``DURABLE_EVENTS_LISTEN = False``), every ``POLL_SECONDS``
-  (default 0.2).
+  (``durable.engine.records.CHANNEL``, from the writer's transaction, so it arrives once
+  the event is committed), and one listener thread per web process, on one connection of
+  its own, wakes the streams that follow that run. They still read every
+  ``DURABLE_EVENTS_FALLBACK_SECONDS``, for what sends no notification (a run deleted by a
+  rollback) and while the listener reconnects.
+- Otherwise (SQLite, or ``DURABLE_EVENTS_LISTEN`` off), every
+  ``DURABLE_EVENTS_POLL_SECONDS``.
 
-Settings: ``DURABLE_EVENTS_POLL_SECONDS``, ``DURABLE_EVENTS_FALLBACK_SECONDS``,
-``DURABLE_EVENTS_LISTEN`` (default True) and ``DURABLE_EVENT_READERS`` (default 4).
+The settings and their defaults: ``durable.conf``.
 """
 
 from __future__ import annotations
@@ -36,21 +36,15 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models.signals import post_save
-from django.dispatch import receiver
 
+from durable import conf
 from durable.db import borrow
+from durable.engine.records import CHANNEL
 from durable.models import Run, RunEvent
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-POLL_SECONDS: float = getattr(settings, "DURABLE_EVENTS_POLL_SECONDS", 0.2)
-FALLBACK_SECONDS: float = getattr(settings, "DURABLE_EVENTS_FALLBACK_SECONDS", 2.0)
-LISTEN: bool = getattr(settings, "DURABLE_EVENTS_LISTEN", True)
-CHANNEL = "durable_run_events"
 
 
 def _status(run_id: int) -> str | None:
@@ -143,19 +137,9 @@ async def follow(run_id: int, after: int = 0) -> AsyncIterator[Event | End | Kee
 # -- waking streams: LISTEN/NOTIFY on PostgreSQL, else polling ---------------------------
 
 
-@receiver(post_save, sender=RunEvent, dispatch_uid="durable.engine.follow.notify")
-def _notify(sender, instance: RunEvent, created: bool, using: str, **kwargs) -> None:
-    """On PostgreSQL, NOTIFY listening web processes that run ``instance.run_id`` has a
-    new event; PostgreSQL delivers it when the writer's transaction commits."""
-    db = connections[using]
-    if created and db.vendor == "postgresql":
-        with db.cursor() as cursor:
-            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, str(instance.run_id)])
-
-
 class _Pause:
     """What a stream waits on between two reads: a notification for its run (``woken``,
-    set from the listener thread) when this process listens, else ``POLL_SECONDS``."""
+    set from the listener thread) when this process listens, else a poll interval."""
 
     def __init__(self, listener: _Listener | None):
         self.listener = listener
@@ -166,14 +150,15 @@ class _Pause:
         self.woken.clear()
 
     async def __call__(self) -> None:
+        poll = conf.DURABLE_EVENTS_POLL_SECONDS
         if self.listener is None:
-            await asyncio.sleep(POLL_SECONDS)
+            await asyncio.sleep(poll)
             return
         # Until the listener is connected, poll; it wakes every stream once it is.
         listening = self.listener.listening.is_set()
         try:
             await asyncio.wait_for(
-                self.woken.wait(), FALLBACK_SECONDS if listening else POLL_SECONDS
+                self.woken.wait(), conf.DURABLE_EVENTS_FALLBACK_SECONDS if listening else poll
             )
         except TimeoutError:
             pass
@@ -274,7 +259,7 @@ _the_listener: _Listener | None = None
 def _listener() -> _Listener | None:
     """This process's listener, started on first use; ``None`` when it does not listen."""
     global _the_listener
-    if not LISTEN or connections[DEFAULT_DB_ALIAS].vendor != "postgresql":
+    if not conf.DURABLE_EVENTS_LISTEN or connections[DEFAULT_DB_ALIAS].vendor != "postgresql":
         return None
     with _listener_lock:
         if _the_listener is None:

@@ -1,16 +1,15 @@
-"""The operations on threads and runs. The console and the API call only these.
-
-Requests: ``create_thread``, ``update_thread_metadata``, ``start``, ``resume``, ``fork``,
-``replay``, ``answer_again``, ``cancel``, ``delete_thread``. Reading: ``thread_state``,
-``state_at``, ``thread_history``, ``pending_interrupts``, ``pending_writes``,
-``graph_drawing``.
+"""The requests on threads and runs: ``create_thread``, ``update_thread_metadata``,
+``start``, ``resume``, ``fork``, ``close``, ``replay``, ``answer_again``, ``cancel``,
+``delete_thread``. The console and the API call these (through ``durable.engine``), and
+read state through ``durable.engine.state``.
 
 Every request is validated before anything is written: a refused request raises
 ``InvalidRequest`` naming the field at fault and leaves no Run row, no checkpoint and no
 changed status behind. An accepted request that runs the graph writes a ``pending`` Run in
-one transaction (a fork's ``update_state`` included) and enqueues
-``durable.engine.tasks.execute_run`` when that transaction commits; a worker then executes it
-(``durable.engine.execution``).
+one transaction (a fork's ``update_state`` included) and dispatches it when that
+transaction commits (``durable.engine.queue``); a worker then executes it
+(``durable.engine.execution``). Each request is recorded in the audit trail in the same
+transaction.
 
 One run at a time per thread; a request that finds an active run follows its
 ``multitask_strategy`` (``reject``, ``enqueue``, ``interrupt``, ``rollback``, as LangGraph's
@@ -26,18 +25,16 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
-from langgraph.channels.last_value import LastValue
-from langgraph.constants import END, START
+from langgraph.constants import END
 from langgraph.errors import InvalidUpdateError
-from langgraph.types import StateSnapshot
 
 from durable import audit
+from durable.engine import policy, queue
 from durable.engine.checks import (
     COPY,
     InvalidRequest,
     actor,
     check_input,
-    check_storable,
     check_update,
     checked_metadata,
     checked_thread_id,
@@ -46,42 +43,12 @@ from durable.engine.checks import (
     resume_command,
     run_options,
 )
-from durable.engine.policy import (
-    active_runs,
-    end_pending,
-    lock_thread,
-    request_stop,
-    set_thread_status,
-    submit,
-)
+from durable.engine.records import lock_thread, set_thread_status
+from durable.engine.state import graph_of, pending_interrupts
 from durable.graphs import get_graph
 from durable.models import Checkpoint, Run, Tenant, Thread
 from durable.persistence.checkpoint import DjangoSaver
 from durable.persistence.metadata import canonical
-
-__all__ = [
-    "InvalidRequest",
-    "ForkResult",
-    "check_storable",
-    "create_thread",
-    "update_thread_metadata",
-    "start",
-    "resume",
-    "fork",
-    "replay",
-    "answer_again",
-    "cancel",
-    "delete_thread",
-    "config_for",
-    "thread_state",
-    "state_at",
-    "pending_writes",
-    "graph_drawing",
-    "thread_history",
-    "pending_interrupts",
-    "GraphShape",
-    "graph_shape",
-]
 
 
 @dataclass(frozen=True)
@@ -96,155 +63,6 @@ class ForkResult:
     @property
     def checkpoint_id(self) -> str:
         return self.config["configurable"]["checkpoint_id"]
-
-
-# -- reading a thread -------------------------------------------------------------
-
-
-def config_for(thread: Thread, checkpoint_id: str | None = None) -> dict:
-    """The LangGraph config of ``thread`` (its latest checkpoint), or of one of its
-    checkpoints in the root namespace."""
-    configurable = {"thread_id": thread.thread_id}
-    if checkpoint_id:
-        configurable.update(checkpoint_ns="", checkpoint_id=checkpoint_id)
-    return {"configurable": configurable}
-
-
-def _empty_state(thread: Thread) -> StateSnapshot:
-    return StateSnapshot(
-        values={},
-        next=(),
-        config=config_for(thread),
-        metadata=None,
-        created_at=None,
-        parent_config=None,
-        tasks=(),
-        interrupts=(),
-    )
-
-
-def thread_state(thread: Thread, *, subgraphs: bool = False) -> StateSnapshot:
-    """The thread's latest ``StateSnapshot`` (values, next, tasks, interrupts); with
-    ``subgraphs``, each task's subgraph state in ``task.state``. A thread that no graph
-    has run on yet (created bare through the API) has an empty snapshot."""
-    if not thread.graph:
-        return _empty_state(thread)
-    return get_graph(thread.graph).get_state(config_for(thread), subgraphs=subgraphs)
-
-
-def state_at(
-    thread: Thread, checkpoint_id: str, *, checkpoint_ns: str = "", subgraphs: bool = False
-) -> StateSnapshot:
-    """The ``StateSnapshot`` at one of the thread's checkpoints, in the graph itself or,
-    with ``checkpoint_ns`` (``"node:task_id"`` parts joined by ``|``), in one of its
-    subgraphs (``subgraphs`` as for ``thread_state``). Raises
-    ``InvalidRequest("checkpoint_id")`` when the thread has no such checkpoint, and
-    ``InvalidRequest("checkpoint_ns")`` when the graph has no subgraph there."""
-    config = checkpoint_config(thread, checkpoint_id, checkpoint_ns)
-    try:
-        return _graph_of(thread).get_state(config, subgraphs=subgraphs)
-    except ValueError as exc:
-        if checkpoint_ns and "Subgraph" in str(exc):
-            raise InvalidRequest(
-                "checkpoint_ns", f"Graph {thread.graph!r} has no subgraph at {checkpoint_ns!r}."
-            ) from None
-        raise
-
-
-def pending_writes(
-    thread: Thread, checkpoint_id: str, *, checkpoint_ns: str = ""
-) -> list[tuple[str, str, Any]]:
-    """The writes saved against one of the thread's checkpoints, decoded by the saver's
-    serde: ``[(task_id, channel, value), ...]`` in LangGraph's order (task path, task
-    id, index). They are the tasks' results that the next checkpoint applied, or, on
-    the latest checkpoint, what a resumed run keeps (finished parallel tasks,
-    interrupts, errors). Errors as for ``state_at``."""
-    config = checkpoint_config(thread, checkpoint_id, checkpoint_ns)
-    found = _graph_of(thread).checkpointer.get_tuple(config)
-    return list(found.pending_writes or []) if found else []
-
-
-def graph_drawing(thread: Thread):
-    """LangGraph's own drawing of the thread's graph (``compiled.get_graph()``): a
-    ``langchain_core.runnables.graph.Graph`` with ``nodes`` ({id: Node}) and ``edges``
-    (``source``, ``target``, ``conditional``). Raises ``InvalidRequest("thread")`` for a
-    thread with no graph yet."""
-    return _graph_of(thread).get_graph()
-
-
-def thread_history(
-    thread: Thread,
-    limit: int = 50,
-    *,
-    before: str | None = None,
-    filter: dict[str, Any] | None = None,
-) -> list[StateSnapshot]:
-    """The thread's checkpoints as ``StateSnapshot``s, newest first, at most ``limit``:
-    only those older than its checkpoint ``before``, and whose metadata has every
-    key/value of ``filter``. Raises ``InvalidRequest("before")`` when ``before`` is not
-    one of the thread's checkpoints."""
-    before_config = None
-    if before is not None:
-        try:
-            before_config = checkpoint_config(thread, before)
-        except InvalidRequest as exc:
-            raise InvalidRequest("before", exc.message) from None
-    if not thread.graph:
-        return []
-    history = get_graph(thread.graph).get_state_history(
-        config_for(thread), limit=limit, before=before_config, filter=filter
-    )
-    return list(history)
-
-
-def pending_interrupts(thread: Thread) -> list:
-    """The ``Interrupt``s (``.id``, ``.value``) waiting on the thread's latest checkpoint,
-    from every task (``StateSnapshot.interrupts``)."""
-    return list(thread_state(thread).interrupts)
-
-
-@dataclass(frozen=True)
-class GraphShape:
-    """The structure of a thread's graph, for pages that explain ``as_node`` and replay.
-
-    ``nodes``: node names in the order the graph added them, ``__start__`` first;
-    LangGraph's internal nodes (other ``__``-prefixed names, such as error handlers) are
-    left out. ``edges``: ``(source, target)`` pairs from LangGraph's own drawing
-    (``get_graph()``): fixed and conditional edges and declared ``Command``
-    destinations, with ``"__end__"`` as a target. ``state_keys``: the keys
-    ``update_state`` takes. ``combined_keys``: those whose channel combines an update
-    with the value it has (a reducer such as ``Annotated[list, operator.add]``)
-    instead of replacing it."""
-
-    nodes: tuple[str, ...]
-    edges: tuple[tuple[str, str], ...]
-    state_keys: tuple[str, ...]
-    combined_keys: frozenset[str]
-
-    def after(self, names) -> list[str]:
-        """The nodes reachable from ``names`` along ``edges`` (``names`` themselves
-        only when a loop leads back to them), in ``nodes`` order: what may run after
-        them, depending on the branches taken."""
-        seen: set[str] = set()
-        todo = list(names)
-        while todo:
-            source = todo.pop()
-            for edge_source, target in self.edges:
-                if edge_source == source and target not in seen:
-                    seen.add(target)
-                    todo.append(target)
-        return [node for node in self.nodes if node in seen]
-
-
-def graph_shape(thread: Thread) -> GraphShape:
-    """The ``GraphShape`` of the thread's graph. Raises ``InvalidRequest("thread")``
-    for a bare thread, which has no graph yet."""
-    compiled = _graph_of(thread)
-    nodes = tuple(n for n in compiled.nodes if n == START or not n.startswith("__"))
-    edges = tuple((e.source, e.target) for e in compiled.get_graph().edges)
-    channels = compiled.builder.channels
-    combined = frozenset(key for key, ch in channels.items() if not isinstance(ch, LastValue))
-    return GraphShape(nodes, edges, tuple(channels), combined)
 
 
 # -- requests -----------------------------------------------------------------------
@@ -339,7 +157,7 @@ def start(
                 "graph", f"Thread {thread.name!r} runs graph {thread.graph!r}, not {graph!r}."
             )
         return _audited(
-            audit.Action.START, submit(thread, kind=Run.Kind.START, input=input, **options)
+            audit.Action.START, _submit(thread, kind=Run.Kind.START, input=input, **options)
         )
 
 
@@ -369,7 +187,7 @@ def resume(
     command = resume_command(pending, value, answers)
     options = run_options(metadata, durability, multitask_strategy, requested_by)
     with transaction.atomic():
-        created = submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
+        created = _submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
         return _audited(audit.Action.RESUME, created)
 
 
@@ -407,19 +225,52 @@ def fork(
     ``metadata`` (e.g. ``{"reason": ...}`` from the console) is added to the new
     checkpoint's metadata, so a fork that does not run still records why it was made,
     and, with ``run=True``, kept on the Run and on the checkpoints it writes."""
-    base = checkpoint_config(thread, checkpoint_id)
-    compiled = _graph_of(thread)
-    check_update(compiled, values, as_node)
     options = run_options(metadata, durability, "reject", requested_by)
+    return _fork(thread, checkpoint_id, values, as_node, run, options)
+
+
+def close(
+    thread: Thread, checkpoint_id: str, *, requested_by: Any = None, reason: str = ""
+) -> ForkResult:
+    """Close the thread without resuming it: fork its newest checkpoint, ``checkpoint_id``,
+    as ``"__end__"`` with no values, which clears its next tasks and so its pending
+    interrupts; the thread is ``idle`` after. ``reason`` is kept on the new checkpoint's
+    metadata and in the audit trail (action ``close``). Raises
+    ``InvalidRequest("checkpoint_id")`` when ``checkpoint_id`` is no longer the thread's
+    newest checkpoint (it moved on since the caller looked), and the errors of ``fork``."""
+    options = run_options({"reason": reason} if reason else None, "async", "reject", requested_by)
+    return _fork(thread, checkpoint_id, None, END, False, options, newest=True)
+
+
+def _fork(
+    thread: Thread,
+    checkpoint_id: str,
+    values: dict | None,
+    as_node: str | None,
+    run: bool,
+    options: dict,
+    newest: bool = False,
+) -> ForkResult:
+    """``fork`` with its options checked; with ``newest``, only from the thread's newest
+    checkpoint."""
+    base = checkpoint_config(thread, checkpoint_id)
+    compiled = graph_of(thread)
+    check_update(compiled, values, as_node)
     with transaction.atomic():
         thread = lock_thread(thread)
         _refuse_if_busy(thread, "fork")
-        # The saver adds the config's metadata to the checkpoint's.
         before = audit.head_checkpoint(thread)
+        if newest and before != checkpoint_id:
+            raise InvalidRequest(
+                "checkpoint_id",
+                f"Thread {thread.name!r} has moved on since checkpoint {checkpoint_id!r}; "
+                "look at it again.",
+            )
+        # The saver adds the config's metadata to the checkpoint's.
         config = _update_state(compiled, {**base, "metadata": options["metadata"]}, values, as_node)
         created = None
         if run:
-            created = submit(
+            created = _submit(
                 thread,
                 kind=Run.Kind.FORK,
                 command={"update": values, "as_node": as_node},
@@ -428,7 +279,7 @@ def fork(
                 **options,
             )
         else:
-            set_thread_status(thread, Thread.Status.IDLE)
+            set_thread_status(thread.pk, Thread.Status.IDLE)
         audit.record(
             # A fork as __end__ with no values closes the thread without resuming it.
             audit.Action.CLOSE if as_node == END and values is None else audit.Action.FORK,
@@ -463,7 +314,7 @@ def replay(
     with transaction.atomic():
         thread = lock_thread(thread)
         _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
-        created = submit(thread, kind=Run.Kind.REPLAY, checkpoint_id=checkpoint_id, **options)
+        created = _submit(thread, kind=Run.Kind.REPLAY, checkpoint_id=checkpoint_id, **options)
         return _audited(audit.Action.REPLAY, created)
 
 
@@ -493,7 +344,7 @@ def answer_again(
     (not the thread's, or no interrupt there), ``resume``, ``answers``, and those of
     ``fork`` (the thread must have no active run)."""
     base = checkpoint_config(thread, checkpoint_id)
-    compiled = _graph_of(thread)
+    compiled = graph_of(thread)
     pending = list(compiled.get_state(base).interrupts)
     if not pending:
         raise InvalidRequest(
@@ -506,7 +357,7 @@ def answer_again(
         _refuse_if_busy(thread, "fork")
         before = audit.head_checkpoint(thread)
         config = _update_state(compiled, base, None, COPY)
-        created = submit(
+        created = _submit(
             thread,
             kind=Run.Kind.RESUME,
             command=command,
@@ -533,9 +384,9 @@ def cancel(run: Run, *, requested_by: Any = None, reason: str = "") -> Run:
         if current.status not in Run.ACTIVE:
             raise InvalidRequest("run", f"Run {run.pk} already ended ({current.status}).")
         if current.status == Run.Status.PENDING:
-            end_pending(current, Run.Status.CANCELLED, detail)
+            queue.send(policy.end_pending(current, Run.Status.CANCELLED, detail))
         else:
-            request_stop(current.pk, Run.Stop.CANCEL, detail)
+            policy.request_stop(current.pk, Run.Stop.CANCEL, detail)
         audit.record(
             audit.Action.CANCEL,
             actor=requested_by,
@@ -574,6 +425,13 @@ def delete_thread(thread: Thread, *, requested_by: Any = None, reason: str = "")
 # -- helpers ----------------------------------------------------------------------------
 
 
+def _submit(thread: Thread, **fields) -> Run:
+    """``policy.submit``, and what it asks of the broker once the transaction commits."""
+    run, sends = policy.submit(thread, **fields)
+    queue.send(sends)
+    return run
+
+
 def _reason(options: dict) -> str:
     reason = options["metadata"].get("reason", "")
     return reason if isinstance(reason, str) else ""
@@ -594,17 +452,8 @@ def _audited(action: str, run: Run, **checkpoints: str) -> Run:
     return run
 
 
-def _graph_of(thread: Thread):
-    """The compiled graph of ``thread``; a bare thread has none until its first run."""
-    if not thread.graph:
-        raise InvalidRequest(
-            "thread", f"Thread {thread.name!r} has no graph yet: start a run on it first."
-        )
-    return get_graph(thread.graph)
-
-
 def _refuse_if_busy(thread: Thread, what: str) -> None:
-    if active := active_runs(thread):
+    if active := policy.active_runs(thread):
         raise InvalidRequest(
             "thread",
             f"Thread {thread.name!r} has an active run (run {active[0].pk}, "
@@ -616,7 +465,7 @@ def _check_rollback_base(thread: Thread, checkpoint_id: str, strategy: str) -> N
     """A rollback deletes the active runs' checkpoints: a run cannot start from one."""
     if strategy != Run.MultitaskStrategy.ROLLBACK:
         return
-    doomed = [str(r.pk) for r in active_runs(thread)]
+    doomed = [str(r.pk) for r in policy.active_runs(thread)]
     written_by = (
         Checkpoint.objects.filter(
             thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id

@@ -1,30 +1,31 @@
-"""The run engine's statements on its hot path: a run's events, its claim and its outcome.
+"""A run's records on the engine's hot path: its claim, its events and its outcome, and the
+row-level rules every transaction on runs follows (lock the thread first; an earlier run
+blocks a later one; writes fenced by the attempt).
 
-Through the ORM a short run cost some thirty round trips to the database: one INSERT
-(and its NOTIFY) per event, a claim and an outcome of several queries each. On
-PostgreSQL each of these is here one hand-written statement, or a few in one
-transaction, on psycopg's server-binding cursor (``durable.db.cursor``: prepared after
-five runs); on SQLite the ORM does the same work in more statements, under the
-database's single write lock.
+On PostgreSQL the claim, a batch of events and the outcome are each one hand-written
+statement, or a few in one pipelined transaction, on psycopg's server-binding cursor
+(``durable.db.cursor``: prepared after five runs); on SQLite the ORM does the same work in
+more statements, under the database's single write lock (figures: ``benchmarks/NOTES.md``).
 
 On PostgreSQL these records commit asynchronously (``synchronous_commit`` off for
 their transactions only; ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` turns that off): the commit
 returns without waiting for its WAL record to reach the disk, which is most of a
-commit's cost (milliseconds on a busy disk). Nothing a crash can lose is needed
-afterwards: PostgreSQL flushes them within ``3 * wal_writer_delay`` (0.6 s by default),
-and any later synchronous commit (the run's next checkpoint) flushes them first, as
-the WAL is written in order. A claim lost with the server is the run still pending
-(sent again by the reaper), as if its worker had died before its first checkpoint; a
-lost outcome is the run still running on an expired lease, requeued by the reaper and
-gone on from its last checkpoint, as if its worker had died before recording it.
-Checkpoints, the state that must not be lost, keep synchronous commits.
+commit's cost. Nothing a crash can lose is needed afterwards: PostgreSQL flushes them
+within ``3 * wal_writer_delay``, and any later synchronous commit (the run's next
+checkpoint) flushes them first, as the WAL is written in order. A claim lost with the
+server is the run still pending (sent again by the reaper), as if its worker had died
+before its first checkpoint; a lost outcome is the run still running on an expired lease,
+requeued by the reaper and gone on from its last checkpoint, as if its worker had died
+before recording it. Checkpoints, the state that must not be lost, keep synchronous
+commits.
 
-Events keep their numbering: ``seq`` is the run's highest + 1, 2, ... computed by the
-INSERT itself, as ``RunEventManager.append`` does, so the web process (a cancel's event)
-and the worker can both write a running run's events; the one that loses a race to the
-same ``seq`` (the unique constraint refuses it) tries again. Every write of the worker
-is fenced by its ``attempt``: the statement changes nothing once the run was handed to
-another attempt.
+Events are numbered as ``durable.models.SEQ_ATTEMPTS`` says, the numbering computed by
+the INSERT itself. Every write of the worker is fenced by its ``attempt``: the statement
+changes nothing once the run was handed to another attempt. Each new event NOTIFYs
+``CHANNEL`` on PostgreSQL, which ``durable.engine.follow`` listens on.
+
+Nothing here decides what runs next or talks to the broker: the outcome says whether the
+thread has another active run, and the caller dispatches it (``durable.engine.queue``).
 """
 
 from __future__ import annotations
@@ -35,19 +36,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import psycopg
-from django.conf import settings
 from django.db import IntegrityError, connections, transaction
-from django.db.models import F, Max, Q
+from django.db.models import F, Q
+from django.db.models.signals import post_save
+from django.dispatch import receiver
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
+from durable import conf
 from durable import db as sql
-from durable.engine import policy as scheduling
-from durable.engine.follow import CHANNEL
-from durable.models import Checkpoint, Run, RunEvent, Thread
+from durable.history import newest_checkpoint_id
+from durable.models import SEQ_ATTEMPTS, Checkpoint, Run, RunEvent, Thread
 
 USING = "default"
-ATTEMPTS = 5  # of a write that raced another to the same seq
+# PostgreSQL's channel for "run <id> has new events": the payload is the run's id.
+CHANNEL = "durable_run_events"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,50 @@ class Event:
     at: dt.datetime
 
 
+# -- the rules every transaction on runs follows ----------------------------------------
+
+
+def lock_thread(thread: Thread | int) -> Thread:
+    """The thread (or the thread with primary key ``thread``) re-read under a row lock,
+    inside the caller's transaction. Every transaction that changes runs locks their
+    thread first, so two of them never wait on each other in opposite orders, and each
+    sees what the lock's previous holder committed. Raises ``Thread.DoesNotExist``. (The
+    PostgreSQL statements below take the same lock in SQL: ``_LOCK_THREAD``.)"""
+    pk = thread if isinstance(thread, int) else thread.pk
+    return Thread.objects.select_for_update(no_key=True).get(pk=pk)
+
+
+def must_wait(run: Run) -> bool:
+    """Whether an earlier run blocks ``run``: one of its thread is running, or is pending
+    and older (runs start one at a time, oldest first). Call it holding the thread's
+    lock. (The PostgreSQL claim asks the same in SQL: ``_MUST_WAIT``.)"""
+    earlier = Q(status=Run.Status.RUNNING) | Q(status=Run.Status.PENDING, pk__lt=run.pk)
+    return Run.objects.filter(earlier, thread=run.thread_pk).exists()
+
+
+def held(run: Run):
+    """The run's row, if ``run.attempt`` still holds it: the fence of a worker's writes."""
+    return Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Run.Status.RUNNING)
+
+
+def has_active_runs(thread_pk: int) -> bool:
+    return Run.objects.filter(thread=thread_pk, status__in=Run.ACTIVE).exists()
+
+
+def set_thread_status(thread_pk: int, status: str) -> None:
+    Thread.objects.filter(pk=thread_pk).update(status=status, updated_at=timezone.now())
+
+
+@receiver(post_save, sender=RunEvent, dispatch_uid="durable.engine.records.notify")
+def _notify(sender, instance: RunEvent, created: bool, using: str, **kwargs) -> None:
+    """An event written through the ORM NOTIFYs ``CHANNEL`` too (on PostgreSQL, delivered
+    when the writer's transaction commits)."""
+    db = connections[using]
+    if created and db.vendor == "postgresql":
+        with db.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [CHANNEL, str(instance.run_id)])
+
+
 def _postgresql() -> bool:
     return connections[USING].vendor == "postgresql"
 
@@ -69,7 +116,7 @@ def _commit() -> str:
     """What the first statement of a transaction selects to set how it commits: without
     waiting for its WAL record to reach the disk, unless
     ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (see the module's docstring)."""
-    if settings.DURABLE_RUN_SYNCHRONOUS_COMMIT:
+    if conf.DURABLE_RUN_SYNCHRONOUS_COMMIT:
         return "NULL"
     return "set_config('synchronous_commit', 'off', true)"
 
@@ -88,7 +135,7 @@ _THREAD = Thread._meta.db_table
 _CHECKPOINT = Checkpoint._meta.db_table
 _RUN_FIELDS = Run._meta.concrete_fields
 _THREAD_FIELDS = Thread._meta.concrete_fields
-ACTIVE = "('pending', 'running')"
+ACTIVE = "(" + ", ".join(f"'{status}'" for status in Run.ACTIVE) + ")"
 
 # The rows of a batch of events, numbered from 1 (PostgreSQL): one array parameter per
 # column, so that the statement's text does not depend on the batch's size.
@@ -102,6 +149,7 @@ _INSERT_EVENTS = (
     " SELECT %(run)s, base.seq + e.n, e.event, e.ns, NULLIF(e.data, 'null'::jsonb),"
     f" e.created_at FROM {{source}}, {_EVENT_ROWS} RETURNING 1"
 )
+# The run's highest seq so far (``RunEvent.objects.highest_seq`` in SQL).
 _BASE = f"SELECT COALESCE(MAX(seq), 0) AS seq FROM {_EVENT} WHERE run_id = %(run)s"
 
 
@@ -126,13 +174,18 @@ def insert_events(run: Run, events: Sequence[Event]) -> bool:
     run (``durable.engine.follow``). Returns whether they were written."""
     if not events:
         return True
-    for attempt in range(ATTEMPTS):
+    if _postgresql():
+        return _numbered(_insert_events_postgresql, run, events)
+    return _numbered(_insert_events_orm, run, events)
+
+
+def _numbered(write, *args):
+    """``write(*args)``, again when it lost a race to the same ``seq`` (``SEQ_ATTEMPTS``)."""
+    for attempt in range(SEQ_ATTEMPTS):
         try:
-            if _postgresql():
-                return _insert_events_postgresql(run, events)
-            return _insert_events_orm(run, events)
+            return write(*args)
         except (IntegrityError, psycopg.errors.UniqueViolation):
-            if attempt == ATTEMPTS - 1:
+            if attempt == SEQ_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
 
@@ -155,20 +208,16 @@ def _insert_events_postgresql(run: Run, events: Sequence[Event]) -> bool:
 
 def _insert_events_orm(run: Run, events: Sequence[Event]) -> bool:
     with transaction.atomic(using=USING):
-        if not _held(run).exists():
+        if not held(run).exists():
             return False
         _create_events(run.pk, events)
     return True
 
 
-def _held(run: Run):
-    return Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Run.Status.RUNNING)
-
-
 def _create_events(run_id: int, events: Sequence[Event]) -> None:
     """Inside a transaction (on SQLite, under its write lock): the events numbered after
     the run's latest, with their own ``created_at`` and their JSON text as it is."""
-    latest = RunEvent.objects.filter(run_id=run_id).aggregate(seq=Max("seq"))["seq"] or 0
+    latest = RunEvent.objects.highest_seq(run_id)
     connection = connections[USING]
     statement = (
         f"INSERT INTO {_q(_EVENT)} (run_id, seq, event, ns, data, created_at)"
@@ -191,11 +240,10 @@ def _create_events(run_id: int, events: Sequence[Event]) -> None:
 def claim(run_id: int, worker: str, lease_seconds: float) -> tuple[Run | None, bool]:
     """Claim pending run ``run_id`` for ``worker``: raise its ``attempt``, take a lease,
     set ``started_at`` (on its first claim) and, for a start or resume, the checkpoint
-    it starts from (the thread's latest). Under the thread's lock, as every transaction
-    that changes runs (``scheduling.lock_thread``): so that the check for an earlier
-    active run sees what a transaction that held the lock (a run that ended, a request
-    that enqueued or cancelled one) did. A run that must wait for an earlier one is
-    left pending, its ``dispatched_at`` cleared: its message is used up, and the run
+    it starts from (the thread's latest). Under the thread's lock (``lock_thread``): so
+    that ``must_wait`` sees what a transaction that held the lock (a run that ended, a
+    request that enqueued or cancelled one) did. A run that must wait for an earlier one
+    is left pending, its ``dispatched_at`` cleared: its message is used up, and the run
     that blocks it dispatches it again when it ends.
 
     Returns ``(run, claimed)``, ``run`` with its ``thread``; ``(None, False)`` when the
@@ -218,7 +266,7 @@ _LOCK_THREAD = (
     f"SELECT {', '.join(_q(f.column) for f in _THREAD_FIELDS)}, {{commit}} FROM {_THREAD}"
     f" WHERE id = (SELECT thread_id FROM {_RUN} WHERE id = %(run)s) FOR NO KEY UPDATE"
 )
-# An earlier run of the thread is running, or still waits.
+# ``must_wait`` in SQL: an earlier run of the thread is running, or still waits.
 _MUST_WAIT = (
     f"EXISTS (SELECT 1 FROM {_RUN} o WHERE o.thread_id = {_RUN}.thread_id"
     f" AND (o.status = 'running' OR (o.status = 'pending' AND o.id < {_RUN}.id)))"
@@ -227,6 +275,7 @@ _CLAIM = (
     f"UPDATE {_RUN} SET status = 'running', attempt = attempt + 1, worker = %(worker)s,"
     " lease_expires_at = %(lease)s, started_at = COALESCE(started_at, %(now)s),"
     " checkpoint_id = CASE WHEN checkpoint_id <> '' THEN checkpoint_id"
+    # durable.history.newest_checkpoint_id, inside this one statement.
     " WHEN kind IN ('start', 'resume') THEN COALESCE("
     f"(SELECT checkpoint_id FROM {_CHECKPOINT} WHERE thread_id ="
     f" (SELECT thread_id FROM {_THREAD} WHERE id = {_RUN}.thread_id)"
@@ -270,22 +319,13 @@ def _claim_orm(run_id: int, worker: str, now, lease) -> Run | None:
     if run is None or run.status != Run.Status.PENDING:
         return None
     with transaction.atomic(using=USING):
-        scheduling.lock_thread(run.thread_id)
-        earlier = Run.objects.filter(thread_id=run.thread_id).filter(
-            Q(status=Run.Status.RUNNING) | Q(status=Run.Status.PENDING, pk__lt=run.pk)
-        )
-        if earlier.exists():
+        thread = lock_thread(run.thread_pk)
+        if must_wait(run):
             Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(dispatched_at=None)
             return None
         head = ""
         if not run.checkpoint_id and run.kind in (Run.Kind.START, Run.Kind.RESUME):
-            thread_id = Thread.objects.filter(pk=run.thread_id).values_list("thread_id", flat=True)
-            head = (
-                Checkpoint.objects.filter(thread_id=thread_id[0], checkpoint_ns="")
-                .order_by("-checkpoint_id")
-                .values_list("checkpoint_id", flat=True)
-                .first()
-            ) or ""
+            head = newest_checkpoint_id(thread.thread_id) or ""
         claimed = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
             status=Run.Status.RUNNING,
             attempt=F("attempt") + 1,
@@ -301,32 +341,23 @@ def _claim_orm(run_id: int, worker: str, now, lease) -> Run | None:
 
 # -- the outcome -------------------------------------------------------------------------
 
-# The thread's status after a run that ended so, when no other run of the thread is
-# active (``scheduling.settle_thread``); other outcomes take ``scheduling``'s path.
-THREAD_STATUS_AFTER = {
-    Run.Status.SUCCESS: Thread.Status.IDLE,
-    Run.Status.INTERRUPTED: Thread.Status.INTERRUPTED,
-    Run.Status.ERROR: Thread.Status.ERROR,
-}
-ENDED, LOST, STOPPING = "ended", "lost", "stopping"
+ENDED, QUEUED, LOST, STOPPING = "ended", "ended, runs queued", "lost", "stopping"
 
 
-def finish(run: Run, status: str, fields: dict, events: Sequence[Event]) -> str:
-    """Record that run ``run`` ended with ``status`` (one of ``THREAD_STATUS_AFTER``):
-    its row (with ``fields``: ``interrupts``, ``error_*``), its last ``events`` and its
-    thread's status, in one transaction under the thread's lock; the thread's next run
-    is dispatched once it commits. Returns ``ENDED``; ``LOST`` when ``run.attempt`` no
-    longer holds the run; ``STOPPING`` when a rollback was requested meanwhile (nothing
-    is written then: the caller rolls the run back)."""
-    for attempt in range(ATTEMPTS):
-        try:
-            if _postgresql():
-                return _finish_postgresql(run, status, fields, events)
-            return _finish_orm(run, status, fields, events)
-        except (IntegrityError, psycopg.errors.UniqueViolation):
-            if attempt == ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
+def finish(
+    run: Run, status: str, fields: dict, events: Sequence[Event], *, thread_status: str
+) -> str:
+    """Record that run ``run`` ended with ``status``: its row (with ``fields``:
+    ``interrupts``, ``error_*``), its last ``events`` and, unless another run of the
+    thread is active, the thread's ``thread_status`` (``policy.thread_status_after``), in
+    one transaction under the thread's lock. Returns ``ENDED``; ``QUEUED`` when it ended
+    and another run of the thread is active (the caller dispatches the thread's next run:
+    ``queue.dispatch_next``); ``LOST`` when ``run.attempt`` no longer holds the run;
+    ``STOPPING`` when a rollback was requested meanwhile (nothing is written then: the
+    caller rolls the run back)."""
+    if _postgresql():
+        return _numbered(_finish_postgresql, run, status, fields, events, thread_status)
+    return _numbered(_finish_orm, run, status, fields, events, thread_status)
 
 
 def _finish_sql(fields: Sequence[str]) -> str:
@@ -338,6 +369,7 @@ def _finish_sql(fields: Sequence[str]) -> str:
         " AND stop_requested <> 'rollback' RETURNING id),"
         f" base AS ({_BASE}),"
         f" ins AS ({_INSERT_EVENTS.format(source='ended, base')}),"
+        # has_active_runs, then set_thread_status, in SQL
         f" busy AS (SELECT EXISTS (SELECT 1 FROM {_RUN} WHERE thread_id = %(thread)s"
         f" AND status IN {ACTIVE} AND id <> %(run)s) AS busy),"
         f" settled AS (UPDATE {_THREAD} SET status = %(thread_status)s, updated_at = %(now)s"
@@ -349,15 +381,17 @@ def _finish_sql(fields: Sequence[str]) -> str:
     )
 
 
-def _finish_postgresql(run: Run, status: str, fields: dict, events: Sequence[Event]) -> str:
+def _finish_postgresql(
+    run: Run, status: str, fields: dict, events: Sequence[Event], thread_status: str
+) -> str:
     """One round trip: the thread's lock, then the statement that ends the run, as one
     transaction."""
     params = _event_params(run.pk, events) | {
         "status": status,
         "now": timezone.now(),
         "attempt": run.attempt,
-        "thread": run.thread_id,
-        "thread_status": THREAD_STATUS_AFTER[status],
+        "thread": run.thread_pk,
+        "thread_status": thread_status,
     }
     for name, value in fields.items():
         field = Run._meta.get_field(name)
@@ -368,20 +402,22 @@ def _finish_postgresql(run: Run, status: str, fields: dict, events: Sequence[Eve
     ended, busy, stop, *_ = finished.fetchone()
     if not ended:
         return STOPPING if stop == Run.Stop.ROLLBACK else LOST
-    if busy:
-        scheduling.dispatch_next(run.thread_id)
-    return ENDED
+    return QUEUED if busy else ENDED
 
 
-def _finish_orm(run: Run, status: str, fields: dict, events: Sequence[Event]) -> str:
+def _finish_orm(
+    run: Run, status: str, fields: dict, events: Sequence[Event], thread_status: str
+) -> str:
     with transaction.atomic(using=USING):
-        scheduling.lock_thread(run.thread_id)
-        stop = _held(run).values_list("stop_requested", flat=True).first()
+        lock_thread(run.thread_pk)
+        stop = held(run).values_list("stop_requested", flat=True).first()
         if stop is None:
             return LOST
         if stop == Run.Stop.ROLLBACK:
             return STOPPING
-        _held(run).update(status=status, ended_at=timezone.now(), lease_expires_at=None, **fields)
+        held(run).update(status=status, ended_at=timezone.now(), lease_expires_at=None, **fields)
         _create_events(run.pk, events)
-        scheduling.settle_thread(run.thread_id, status)
+        if has_active_runs(run.thread_pk):
+            return QUEUED
+        set_thread_status(run.thread_pk, thread_status)
     return ENDED

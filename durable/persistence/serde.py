@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 from langgraph._internal._serde import build_serde_allowlist  # what compile() uses
@@ -24,13 +23,15 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from durable import conf
+
 _allowlists: dict[tuple, frozenset] = {}
 
 
 def default_serde() -> SerializerProtocol:
     """A strict, allowlisted ``JsonPlusSerializer``, encrypted when a key is set."""
     serde: SerializerProtocol = JsonPlusSerializer(allowed_msgpack_modules=allowlist())
-    if key := getattr(settings, "DURABLE_ENCRYPTION_KEY", ""):
+    if key := conf.DURABLE_ENCRYPTION_KEY:
         if len(key.encode()) not in (16, 24, 32):
             raise ImproperlyConfigured(
                 "DURABLE_ENCRYPTION_KEY must be 16, 24 or 32 bytes long "
@@ -42,8 +43,8 @@ def default_serde() -> SerializerProtocol:
 
 def allowlist() -> frozenset[tuple[str, ...]]:
     """The (module, name) pairs a stored payload may revive; see the module docstring."""
-    graphs = tuple(sorted(settings.DURABLE_GRAPHS.items()))
-    extra = tuple(getattr(settings, "DURABLE_SERDE_ALLOWLIST", ()))
+    graphs = tuple(sorted(conf.DURABLE_GRAPHS.items()))
+    extra = tuple(conf.DURABLE_SERDE_ALLOWLIST)
     key = (graphs, extra)
     if key not in _allowlists:
         names = set()

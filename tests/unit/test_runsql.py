@@ -71,7 +71,8 @@ def test_the_outcome_ends_the_run_writes_its_last_events_and_settles_the_thread(
     assert runsql.insert_events(run, [event("a")])
     interrupts = [{"id": "i1", "value": {"question": "?"}}]
     status = Run.Status.INTERRUPTED
-    outcome = runsql.finish(run, status, {"interrupts": interrupts}, [event("b"), event("c")])
+    events, waiting = [event("b"), event("c")], Thread.Status.INTERRUPTED
+    outcome = runsql.finish(run, status, {"interrupts": interrupts}, events, thread_status=waiting)
     assert outcome == runsql.ENDED
     ended = Run.objects.get(pk=run.pk)
     assert (ended.status, ended.interrupts, ended.lease_expires_at) == (status, interrupts, None)
@@ -85,7 +86,8 @@ def test_a_stale_attempt_changes_nothing(thread):
     run, _ = runsql.claim(pending(thread).pk, "w1", LEASE)
     stale = Run(pk=run.pk, thread_id=thread.pk, attempt=run.attempt - 1)
     assert not runsql.insert_events(stale, [event("a")])
-    assert runsql.finish(stale, Run.Status.SUCCESS, {"interrupts": []}, [event("b")]) == "lost"
+    done = {"interrupts": []}
+    assert runsql.finish(stale, "success", done, [event("b")], thread_status="idle") == "lost"
     assert Run.objects.get(pk=run.pk).status == "running"
     assert not RunEvent.objects.filter(run=run).exists()
     assert Thread.objects.get(pk=thread.pk).status == Thread.Status.IDLE
@@ -94,7 +96,7 @@ def test_a_stale_attempt_changes_nothing(thread):
 def test_a_rollback_asked_while_the_run_ended_is_left_to_the_caller(thread):
     run, _ = runsql.claim(pending(thread).pk, "w1", LEASE)
     Run.objects.filter(pk=run.pk).update(stop_requested=Run.Stop.ROLLBACK)
-    outcome = runsql.finish(run, Run.Status.SUCCESS, {"interrupts": []}, [event("b")])
+    outcome = runsql.finish(run, "success", {"interrupts": []}, [event("b")], thread_status="idle")
     assert outcome == runsql.STOPPING
     assert Run.objects.get(pk=run.pk).status == "running"
     assert not RunEvent.objects.filter(run=run).exists()
@@ -105,7 +107,8 @@ def test_the_thread_stays_busy_while_another_run_waits(thread):
     run, _ = runsql.claim(pending(thread).pk, "w1", LEASE)
     behind = pending(thread)
     # Its message is on its way (dispatched_at is set), so nothing is sent again.
-    assert runsql.finish(run, Run.Status.ERROR, {"error_type": "E"}, []) == runsql.ENDED
+    failed = {"error_type": "E"}
+    assert runsql.finish(run, "error", failed, [], thread_status="error") == runsql.QUEUED
     assert Run.objects.get(pk=run.pk).error_type == "E"
     assert Thread.objects.get(pk=thread.pk).status == Thread.Status.BUSY
     assert Run.objects.get(pk=behind.pk).status == "pending"

@@ -14,8 +14,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from durable import engine
-from durable.db import READERS
+from durable import conf, engine
 from durable.engine import follow as events
 from durable.models import Run, RunEvent
 from tests.helpers.graphs import release, runs_of
@@ -164,7 +163,7 @@ def test_fifty_open_streams_hold_a_bounded_number_of_connections(web, worker, tm
         assert max(seen) <= WEB_POOL_SIZE + 1, seen
         assert listeners(web) == 1
     else:
-        assert max(seen) <= READERS, seen
+        assert max(seen) <= conf.DURABLE_EVENT_READERS, seen
 
 
 def _counted(web) -> int:
@@ -182,8 +181,8 @@ def listeners(web) -> int:
 def test_on_postgresql_new_events_wake_the_streams(worker, tmp_path, monkeypatch):
     """With polling put off for ten minutes, a stream still gets each event as the
     worker writes it: NOTIFY wakes it."""
-    monkeypatch.setattr(events, "FALLBACK_SECONDS", 600)
-    monkeypatch.setattr(events, "POLL_SECONDS", 600)
+    monkeypatch.setattr(settings, "DURABLE_EVENTS_FALLBACK_SECONDS", 600, raising=False)
+    monkeypatch.setattr(settings, "DURABLE_EVENTS_POLL_SECONDS", 600, raising=False)
     run = start_probe(tmp_path)
 
     async def follow() -> tuple[list[str], str | None]:

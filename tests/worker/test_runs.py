@@ -469,6 +469,8 @@ def test_a_run_over_its_time_limit_ends_timeout(worker, tmp_path, settings):
 
 
 def test_a_run_that_does_not_reach_a_boundary_is_stopped_hard(worker, tmp_path):
+    lost = "Task handler raised error: WorkerLostError"
+    reported = worker.log().count(lost)
     run = probe(tmp_path)
     slow_started(run, tmp_path)
     engine.cancel(run)
@@ -479,6 +481,10 @@ def test_a_run_that_does_not_reach_a_boundary_is_stopped_hard(worker, tmp_path):
     assert any("killed process" in e.get("detail", "") for e in lifecycle(run))
     # The worker replaced its pool process and goes on working.
     assert finished(engine.start("expense_approval", EXPENSE)).status == Run.Status.INTERRUPTED
+    # Celery logs the killed process's task as lost, with a traceback, only
+    # worker_lost_wait (10 s) after the process died: once that is out, later tests that
+    # look for tracebacks in the worker's log do not find this one.
+    wait_for(lambda: worker.log().count(lost) > reported, timeout=60, message="the lost task")
 
 
 def test_a_pending_run_whose_message_was_lost_is_sent_again(worker):

@@ -1,0 +1,76 @@
+"""Every ``DURABLE_*`` setting of the ``durable`` app, with its default, in one place.
+
+A value is read from ``django.conf.settings`` each time code asks for it
+(``conf.DURABLE_RUN_LEASE_SECONDS``), never at import: a test that changes a setting, or
+a process that configures Django late, is seen at the next read. A project sets only what
+it changes (``dashboard/settings.py`` reads them from the environment).
+
+Settings (seconds unless said otherwise):
+
+- ``DURABLE_GRAPHS``: ``{name: "dotted.path.to.build_graph"}``, the graphs runs can name
+  (``durable.graphs``). Default: none.
+- ``DURABLE_ENCRYPTION_KEY``: encrypt stored values with AES (16, 24 or 32 characters;
+  ``durable.persistence.serde``). Default ``""``: not encrypted.
+- ``DURABLE_SERDE_ALLOWLIST``: dotted class names stored state may revive beyond the
+  registered graphs' own types. Default none.
+- ``DURABLE_RUN_LEASE_SECONDS`` (30): how long a worker's claim on a running run lasts
+  unless renewed (``durable.engine.lease``).
+- ``DURABLE_HEARTBEAT_SECONDS`` (``None``: a third of the lease): how often it is renewed.
+- ``DURABLE_REAPER_INTERVAL_SECONDS`` (10): how often each worker looks for runs whose
+  lease expired (``durable.engine.recovery``).
+- ``DURABLE_STOP_GRACE_SECONDS`` (30): how long a run asked to stop may take to reach a
+  super-step boundary before its process is killed.
+- ``DURABLE_REDISPATCH_SECONDS`` (300): after how long a pending run no worker took is
+  sent again.
+- ``DURABLE_RUN_TIMEOUT_SECONDS`` (``None``: no limit): a run's longest wall time.
+- ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``False``): ``True`` makes the worker's run records
+  wait for the WAL flush on PostgreSQL, as checkpoints do (``durable.engine.records``).
+- ``DURABLE_RETENTION_INTERVAL_SECONDS`` (3600): how often Celery beat applies the
+  retention policies (``durable.retention``).
+- ``DURABLE_EVENTS_LISTEN`` (``True``): on PostgreSQL, followers of a run are woken by
+  LISTEN/NOTIFY (``durable.engine.follow``); ``False``: they poll.
+- ``DURABLE_EVENTS_POLL_SECONDS`` (0.2): how often a follower polls when it does not
+  listen.
+- ``DURABLE_EVENTS_FALLBACK_SECONDS`` (2.0): how often a listening follower reads anyway.
+- ``DURABLE_EVENT_READERS`` (4): how many borrowed reads of one process hold a database
+  connection at once (``durable.db.borrow``); read once, when the first read is made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+DEFAULTS: dict[str, Any] = {
+    "DURABLE_GRAPHS": {},
+    "DURABLE_ENCRYPTION_KEY": "",
+    "DURABLE_SERDE_ALLOWLIST": (),
+    "DURABLE_RUN_LEASE_SECONDS": 30.0,
+    "DURABLE_HEARTBEAT_SECONDS": None,
+    "DURABLE_REAPER_INTERVAL_SECONDS": 10.0,
+    "DURABLE_STOP_GRACE_SECONDS": 30.0,
+    "DURABLE_REDISPATCH_SECONDS": 300.0,
+    "DURABLE_RUN_TIMEOUT_SECONDS": None,
+    "DURABLE_RUN_SYNCHRONOUS_COMMIT": False,
+    "DURABLE_RETENTION_INTERVAL_SECONDS": 3600.0,
+    "DURABLE_EVENTS_LISTEN": True,
+    "DURABLE_EVENTS_POLL_SECONDS": 0.2,
+    "DURABLE_EVENTS_FALLBACK_SECONDS": 2.0,
+    "DURABLE_EVENT_READERS": 4,
+}
+
+
+def default(name: str) -> Any:
+    """The default of setting ``name``. Raises ``KeyError`` for a name not listed here."""
+    return DEFAULTS[name]
+
+
+def __getattr__(name: str) -> Any:
+    """``conf.DURABLE_X``: the project's ``settings.DURABLE_X``, else its default."""
+    if name not in DEFAULTS:
+        raise AttributeError(f"module {__name__!r} has no setting {name!r}")
+    value = getattr(settings, name, DEFAULTS[name])
+    if name == "DURABLE_HEARTBEAT_SECONDS" and value is None:
+        return __getattr__("DURABLE_RUN_LEASE_SECONDS") / 3
+    return value

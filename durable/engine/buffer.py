@@ -1,0 +1,71 @@
+"""A run's events in the worker, written in batches.
+
+Each stream chunk and lifecycle change is stamped when it happens and buffered; a batch
+is written (``durable.engine.records.insert_events``: one INSERT and one NOTIFY on
+PostgreSQL) once its oldest has waited ``FLUSH_EVERY`` seconds, by the next chunk or by
+the beat thread while a node runs (``durable.engine.lease``), and the last one in the
+same transaction as the run's outcome.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from django.utils import timezone
+
+from durable.engine import records
+from durable.models import Run
+from durable.values import json_text
+
+# The longest a run's event waits in the worker before it is written (seconds), so that
+# live progress stays live while events are written in batches.
+FLUSH_EVERY = 0.1
+
+
+class EventBuffer:
+    """The events of one attempt at a run. Batches are written one at a time, in order,
+    so ``seq`` follows the order of events; safe to use from the run's thread and the
+    beat thread at once."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self._buffer: list[records.Event] = []
+        self._oldest: float | None = None  # when the oldest buffered event happened
+        self._lock = threading.Lock()  # the buffer
+        self._writing = threading.Lock()  # one batch at a time
+
+    def add(self, event: str, data: Any, ns: str = "") -> None:
+        """Buffer an event; ``data`` is made JSON-safe (``values.json_text``)."""
+        self.add_text(event, json_text(data), ns)
+
+    def add_text(self, event: str, text: str, ns: str = "") -> None:
+        item = records.Event(event, ns, text, timezone.now())
+        with self._lock:
+            if not self._buffer:
+                self._oldest = time.monotonic()
+            self._buffer.append(item)
+
+    def due(self) -> bool:
+        oldest = self._oldest
+        return oldest is not None and time.monotonic() - oldest >= FLUSH_EVERY
+
+    def flush(self) -> None:
+        """Write the buffered events, unless the run was handed to another attempt
+        (whose events they are not)."""
+        with self._writing:
+            batch = self.take()
+            try:
+                records.insert_events(self.run, batch)
+            except Exception:  # kept for the next try
+                with self._lock:
+                    self._buffer[:0] = batch
+                    self._oldest = time.monotonic()
+                raise
+
+    def take(self) -> list[records.Event]:
+        """The buffered events, which the caller writes."""
+        with self._lock:
+            batch, self._buffer, self._oldest = self._buffer, [], None
+        return batch
