@@ -21,6 +21,7 @@ from durable.models import (
 from tests.helpers.graphs import release, runs_of
 from tests.helpers.runs import draining, events, finished, lifecycle, probe, slow_started
 from tests.helpers.threads import EXPENSE, everything
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
