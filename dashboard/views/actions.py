@@ -2,26 +2,21 @@
 
 Both take a required reason. It is kept as ``metadata={"reason": ...}``: on the Run
 (``Run.metadata``) and on the checkpoints it writes, and, for a fork, on the fork's own
-checkpoint even when it does not run (``durable.engine.fork``). The audit trail (issue 6)
-reads it from there.
+checkpoint even when it does not run (``durable.engine.fork``); the audit trail
+(``durable.audit``) records it too.
 """
 
 from __future__ import annotations
 
-from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from dashboard import access
-from dashboard.forms import ForkForm, ReplayForm
-from dashboard.views.pages import refusal
+from dashboard.forms import ForkForm, ReplayForm, refusal
+from dashboard.http import see_other
 from durable import engine
 from durable.values import jsonable
-
-
-def _see_other(url: str) -> HttpResponseRedirect:
-    return HttpResponseRedirect(url, status=303)
 
 
 def _posted(request):
@@ -80,8 +75,8 @@ def fork(request, pk: int, checkpoint_id: str):
             form.add_error(form.field_for(exc.field), refusal(exc, thread))
         else:
             if result.run is not None:
-                return _see_other(reverse("run", args=[result.run.pk]))
-            return _see_other(reverse("thread", args=[thread.pk]))
+                return see_other(reverse("run", args=[result.run.pk]))
+            return see_other(reverse("thread", args=[thread.pk]))
     context = {
         "thread": thread,
         "snapshot": snapshot,
@@ -123,7 +118,7 @@ def replay(request, pk: int, checkpoint_id: str):
         except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:
-            return _see_other(reverse("run", args=[run.pk]))
+            return see_other(reverse("run", args=[run.pk]))
     shape = engine.graph_shape(thread)
     context = {
         "thread": thread,
