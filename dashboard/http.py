@@ -32,6 +32,4 @@ def event_stream(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
     """A ``text/event-stream`` response sending ``events`` (bytes from
     ``durable.sse.event``), with the headers that keep caches and proxies from holding
     them back (``durable.sse.SSE_HEADERS``)."""
-    return StreamingHttpResponse(
-        events, content_type="text/event-stream", headers=sse.SSE_HEADERS
-    )
+    return StreamingHttpResponse(events, content_type="text/event-stream", headers=sse.SSE_HEADERS)
