@@ -1,3 +1,6 @@
+"""Every URL of the project: the console's pages, login, the tenant switch, the Django
+admin and the HTTP API under ``/api/``."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter

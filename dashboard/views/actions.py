@@ -23,13 +23,18 @@ def _posted(request):
     return request.POST if request.method == "POST" else None
 
 
-def _snapshot_or_error(request, thread, checkpoint_id):
-    """The snapshot at ``checkpoint_id``, or a 404 page naming the field at fault."""
+def _at_checkpoint(request, pk: int, checkpoint_id: str):
+    """``(thread, snapshot, None)`` for an action on thread ``pk`` at ``checkpoint_id``,
+    or ``(thread, None, page)``: a 404 page naming the field at fault. 404 for a thread
+    the request may not see; 403 for a POST of a viewer."""
+    thread = access.thread_or_404(request, pk)
+    if request.method == "POST":
+        access.require_operator(request)
     try:
-        return engine.state_at(thread, checkpoint_id), None
+        return thread, engine.state_at(thread, checkpoint_id), None
     except engine.InvalidRequest as exc:
         context = {"thread": thread, "field": exc.field, "message": exc.message}
-        return None, render(request, "dashboard/action_error.html", context, status=404)
+        return thread, None, render(request, "dashboard/action_error.html", context, status=404)
 
 
 def writers(thread, snapshot) -> list[str]:
@@ -50,10 +55,7 @@ def fork(request, pk: int, checkpoint_id: str):
     form with its errors, nothing changed): bad JSON in a key (the error names it), a
     node the graph does not have, no reason, an update the graph cannot take, a busy
     thread. 404 for a thread not visible or a checkpoint that is not the thread's."""
-    thread = access.thread_or_404(request, pk)
-    if request.method == "POST":
-        access.require_operator(request)
-    snapshot, error_page = _snapshot_or_error(request, thread, checkpoint_id)
+    thread, snapshot, error_page = _at_checkpoint(request, pk, checkpoint_id)
     if error_page:
         return error_page
     shape = engine.graph_shape(thread)
@@ -100,10 +102,7 @@ def replay(request, pk: int, checkpoint_id: str):
     warning that their side effects happen again; POST with a reason
     (``ReplayForm``) calls ``durable.engine.replay`` and 303s to the new run. Refused
     (400, nothing changed): no reason, a busy thread. 404 as for ``fork``."""
-    thread = access.thread_or_404(request, pk)
-    if request.method == "POST":
-        access.require_operator(request)
-    snapshot, error_page = _snapshot_or_error(request, thread, checkpoint_id)
+    thread, snapshot, error_page = _at_checkpoint(request, pk, checkpoint_id)
     if error_page:
         return error_page
     form = ReplayForm(_posted(request))
