@@ -37,7 +37,7 @@ def _at_checkpoint(request, pk: int, checkpoint_id: str):
         return thread, None, render(request, "dashboard/action_error.html", context, status=404)
 
 
-def writers(thread, snapshot) -> list[str]:
+def _writers(thread, snapshot) -> list[str]:
     """The node(s) that wrote ``snapshot``'s checkpoint: the names of the tasks of its
     parent checkpoint (none for the thread's first checkpoint)."""
     parent = snapshot.parent_config
@@ -59,7 +59,7 @@ def fork(request, pk: int, checkpoint_id: str):
     if error_page:
         return error_page
     shape = engine.graph_shape(thread)
-    wrote = writers(thread, snapshot)
+    wrote = _writers(thread, snapshot)
     current = jsonable(snapshot.values)
     form = ForkForm(shape, current, wrote, _posted(request))
     if request.method == "POST" and form.is_valid():
