@@ -25,6 +25,11 @@ def runs(request) -> QuerySet[Run]:
     return Run.objects.filter(thread__in=threads(request))
 
 
+def may_see_run(request, pk: int) -> bool:
+    """Whether run ``pk`` exists and ``request`` may see it."""
+    return runs(request).filter(pk=pk).exists()
+
+
 def audit_events(request) -> QuerySet[AuditEvent]:
     """The audit trail of the request's tenant."""
     if request.tenant is None:

@@ -1,3 +1,5 @@
+"""The console's Django app; it registers the template tags (``dashboard.templatetags``)."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,6 @@
+"""Every URL of the project: the console's pages, login, the tenant switch, the Django
+admin and the HTTP API under ``/api/``."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
@@ -29,7 +32,7 @@ urlpatterns = [
     path("threads/<int:pk>/resume/", threads.resume_thread, name="resume"),
     path("runs/<int:pk>/events/", runs.run_events, name="run-events"),
     path("runs/<int:pk>/events/<int:seq>/", runs.run_event, name="run-event"),
-    # History, the read side (issue 5): the tree, one checkpoint, a diff, the graph.
+    # History, the read side: the tree, one checkpoint, a diff, the graph.
     path("threads/<int:pk>/history/", history.thread_history, name="thread-history"),
     path(
         "threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/",

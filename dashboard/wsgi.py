@@ -1,3 +1,6 @@
+"""The WSGI application, for servers without ASGI: pages work, but a run's live events
+are collected whole before they are sent (``dashboard.asgi`` streams them)."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application

@@ -1,9 +1,12 @@
+"""The console's template filters: values as pages show them (``dashboard.present``), an
+interrupt's kind and actions, sanitised markdown, status icons."""
+
 import markdown as _markdown
 import nh3
 from django import template
 from django.utils.safestring import mark_safe
 
-from dashboard import interrupts, present
+from dashboard.present import interrupts, values
 
 register = template.Library()
 
@@ -11,21 +14,21 @@ register = template.Library()
 @register.filter
 def pretty(value) -> str:
     """Indented JSON of any state value, as pages show it: long strings and lists cut,
-    the cuts marked (``dashboard.present.shown``)."""
-    return present.shown(value).text
+    the cuts marked (``dashboard.present.values.shown``)."""
+    return values.shown(value).text
 
 
 @register.filter
-def shown(value) -> present.Shown:
+def shown(value) -> values.Shown:
     """``value`` as pages show it, with ``.text`` and ``.cut`` (whether part of it is
     left out), so that a page can link to the whole value."""
-    return present.shown(value)
+    return values.shown(value)
 
 
 @register.filter
-def clip(text, limit: int = present.STRING_LIMIT) -> str:
+def clip(text, limit: int = values.STRING_LIMIT) -> str:
     """``text`` cut at ``limit`` characters, the cut marked."""
-    return present.clip(text, int(limit))
+    return values.clip(text, int(limit))
 
 
 @register.filter

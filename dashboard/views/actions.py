@@ -2,42 +2,42 @@
 
 Both take a required reason. It is kept as ``metadata={"reason": ...}``: on the Run
 (``Run.metadata``) and on the checkpoints it writes, and, for a fork, on the fork's own
-checkpoint even when it does not run (``durable.engine.fork``). The audit trail (issue 6)
-reads it from there.
+checkpoint even when it does not run (``durable.engine.fork``); the audit trail
+(``durable.audit``) records it too.
 """
 
 from __future__ import annotations
 
-from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from dashboard import access
-from dashboard.forms import ForkForm, ReplayForm
-from dashboard.views.pages import refusal
+from dashboard.forms import ForkForm, ReplayForm, refusal
+from dashboard.http import see_other
 from durable import engine
 from durable.values import jsonable
-
-
-def _see_other(url: str) -> HttpResponseRedirect:
-    return HttpResponseRedirect(url, status=303)
 
 
 def _posted(request):
     return request.POST if request.method == "POST" else None
 
 
-def _snapshot_or_error(request, thread, checkpoint_id):
-    """The snapshot at ``checkpoint_id``, or a 404 page naming the field at fault."""
+def _at_checkpoint(request, pk: int, checkpoint_id: str):
+    """``(thread, snapshot, None)`` for an action on thread ``pk`` at ``checkpoint_id``,
+    or ``(thread, None, page)``: a 404 page naming the field at fault. 404 for a thread
+    the request may not see; 403 for a POST of a viewer."""
+    thread = access.thread_or_404(request, pk)
+    if request.method == "POST":
+        access.require_operator(request)
     try:
-        return engine.state_at(thread, checkpoint_id), None
+        return thread, engine.state_at(thread, checkpoint_id), None
     except engine.InvalidRequest as exc:
         context = {"thread": thread, "field": exc.field, "message": exc.message}
-        return None, render(request, "dashboard/action_error.html", context, status=404)
+        return thread, None, render(request, "dashboard/action_error.html", context, status=404)
 
 
-def writers(thread, snapshot) -> list[str]:
+def _writers(thread, snapshot) -> list[str]:
     """The node(s) that wrote ``snapshot``'s checkpoint: the names of the tasks of its
     parent checkpoint (none for the thread's first checkpoint)."""
     parent = snapshot.parent_config
@@ -55,14 +55,11 @@ def fork(request, pk: int, checkpoint_id: str):
     form with its errors, nothing changed): bad JSON in a key (the error names it), a
     node the graph does not have, no reason, an update the graph cannot take, a busy
     thread. 404 for a thread not visible or a checkpoint that is not the thread's."""
-    thread = access.thread_or_404(request, pk)
-    if request.method == "POST":
-        access.require_operator(request)
-    snapshot, error_page = _snapshot_or_error(request, thread, checkpoint_id)
+    thread, snapshot, error_page = _at_checkpoint(request, pk, checkpoint_id)
     if error_page:
         return error_page
     shape = engine.graph_shape(thread)
-    wrote = writers(thread, snapshot)
+    wrote = _writers(thread, snapshot)
     current = jsonable(snapshot.values)
     form = ForkForm(shape, current, wrote, _posted(request))
     if request.method == "POST" and form.is_valid():
@@ -80,8 +77,8 @@ def fork(request, pk: int, checkpoint_id: str):
             form.add_error(form.field_for(exc.field), refusal(exc, thread))
         else:
             if result.run is not None:
-                return _see_other(reverse("run", args=[result.run.pk]))
-            return _see_other(reverse("thread", args=[thread.pk]))
+                return see_other(reverse("run", args=[result.run.pk]))
+            return see_other(reverse("thread", args=[thread.pk]))
     context = {
         "thread": thread,
         "snapshot": snapshot,
@@ -105,10 +102,7 @@ def replay(request, pk: int, checkpoint_id: str):
     warning that their side effects happen again; POST with a reason
     (``ReplayForm``) calls ``durable.engine.replay`` and 303s to the new run. Refused
     (400, nothing changed): no reason, a busy thread. 404 as for ``fork``."""
-    thread = access.thread_or_404(request, pk)
-    if request.method == "POST":
-        access.require_operator(request)
-    snapshot, error_page = _snapshot_or_error(request, thread, checkpoint_id)
+    thread, snapshot, error_page = _at_checkpoint(request, pk, checkpoint_id)
     if error_page:
         return error_page
     form = ReplayForm(_posted(request))
@@ -123,7 +117,7 @@ def replay(request, pk: int, checkpoint_id: str):
         except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:
-            return _see_other(reverse("run", args=[run.pk]))
+            return see_other(reverse("run", args=[run.pk]))
     shape = engine.graph_shape(thread)
     context = {
         "thread": thread,

@@ -7,35 +7,19 @@ set). A checkpoint that is not the thread's, in the namespace asked for, is a 40
 
 from __future__ import annotations
 
-from django import forms
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from dashboard import access, diffs, graphpic, present
-from dashboard.views.history import form_errors, query_params
-from dashboard.views.pages import render_page
+from dashboard import access
+from dashboard.forms import DiffForm, JsonForm, NamespaceForm, PictureForm, form_errors
+from dashboard.http import render_page
+from dashboard.present import checkpoint, diffs, graph, values
+from dashboard.present.links import json_url, query_params
 from durable import engine, history
 from durable.api import shapes
 from durable.values import jsonable
-
-NS_MAX_LENGTH = 2000
-
-
-class NamespaceForm(forms.Form):
-    ns = forms.CharField(required=False, max_length=NS_MAX_LENGTH, strip=False)
-
-
-class DiffForm(NamespaceForm):
-    """The two checkpoints to compare: ``a`` (before) and ``b`` (after)."""
-
-    a = forms.CharField(
-        max_length=64, label="Checkpoint A", error_messages={"required": "Pick checkpoint A."}
-    )
-    b = forms.CharField(
-        max_length=64, label="Checkpoint B", error_messages={"required": "Pick checkpoint B."}
-    )
 
 
 def _snapshot(thread, checkpoint_id: str, ns: str):
@@ -52,7 +36,7 @@ def _namespace(request) -> str:
     return form.cleaned_data["ns"]
 
 
-# -- page 3: inspector ------------------------------------------------------------------
+# -- the inspector ------------------------------------------------------------------------
 
 
 @require_GET
@@ -64,7 +48,7 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
     ns = _namespace(request)
     snapshot = _snapshot(thread, checkpoint_id, ns)
     writes = engine.pending_writes(thread, checkpoint_id, checkpoint_ns=ns)
-    keys = present.state_keys(snapshot.values)
+    keys = values.state_keys(snapshot.values)
     for key in keys:
         key.json_url = json_url(thread, checkpoint_id, ns, key.key)
     context = {
@@ -74,12 +58,12 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
         "snapshot": snapshot,
         "keys": keys,
         "json_url": json_url(thread, checkpoint_id, ns),
-        "tasks": _tasks(thread, snapshot, ns),
-        "writes": _writes(snapshot, writes),
-        "metadata_html": present.json_html(snapshot.metadata),
-        "config_html": present.json_html(snapshot.config),
-        "parent_url": _parent_url(thread, snapshot, ns),
-        "children": _children(thread, checkpoint_id, ns),
+        "tasks": checkpoint.tasks(thread, snapshot, ns),
+        "writes": checkpoint.writes(snapshot, writes),
+        "metadata_html": values.json_html(snapshot.metadata),
+        "config_html": values.json_html(snapshot.config),
+        "parent_url": checkpoint.parent_url(thread, snapshot, ns),
+        "children": checkpoint.children(thread, checkpoint_id, ns),
         "created_at": history.checkpoint_time(checkpoint_id),
         "graph_url": reverse("thread-graph", args=[thread.pk])
         + query_params(checkpoint=checkpoint_id if not ns else ""),
@@ -89,16 +73,12 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
     )
 
 
-class JsonForm(NamespaceForm):
-    key = forms.CharField(required=False, max_length=1000, strip=False)
-
-
 @require_GET
 def checkpoint_json(request, pk: int, checkpoint_id: str):
     """``/threads/<pk>/checkpoints/<id>/json/?ns=&key=``: the whole checkpoint as JSON
     (values, next, tasks with their errors and interrupts, pending writes, metadata,
     config), or with ``key`` one state value: what pages show cut
-    (``dashboard.present.shown``), whole. 404 for a key the state does not have."""
+    (``dashboard.present.values.shown``), whole. 404 for a key the state does not have."""
     thread = access.thread_or_404(request, pk)
     form = JsonForm(request.GET)
     if not form.is_valid():
@@ -132,72 +112,7 @@ def checkpoint_json(request, pk: int, checkpoint_id: str):
     )
 
 
-def json_url(thread, checkpoint_id: str, ns: str = "", key: str = "") -> str:
-    """The URL of ``checkpoint_json``: the whole checkpoint, or one state ``key``."""
-    return reverse("checkpoint-json", args=[thread.pk, checkpoint_id]) + query_params(
-        ns=ns, key=key
-    )
-
-
-def _tasks(thread, snapshot, ns: str) -> list[dict]:
-    prefix = f"{ns}|" if ns else ""
-    subgraphs = history.existing_namespaces(
-        thread.thread_id, [f"{prefix}{t.name}:{t.id}" for t in snapshot.tasks]
-    )
-    tasks = []
-    for task in snapshot.tasks:
-        child_ns = f"{prefix}{task.name}:{task.id}"
-        tasks.append(
-            {
-                "task": task,
-                "error": f"{type(task.error).__name__}: {task.error}" if task.error else "",
-                "interrupts": [(i.id, present.json_html(i.value)) for i in task.interrupts],
-                "result_html": present.json_html(task.result) if task.result else None,
-                "subgraph_url": (
-                    reverse("thread-history", args=[thread.pk]) + query_params(ns=child_ns)
-                    if child_ns in subgraphs
-                    else ""
-                ),
-                "subgraph_ns": child_ns,
-            }
-        )
-    return tasks
-
-
-def _writes(snapshot, writes) -> list[dict]:
-    names = {t.id: t.name for t in snapshot.tasks}
-    return [
-        {
-            "task": names.get(task_id, ""),
-            "task_id": task_id,
-            "channel": channel,
-            "html": present.json_html(value),
-        }
-        for task_id, channel, value in writes
-    ]
-
-
-def _parent_url(thread, snapshot, ns: str) -> str:
-    parent = (snapshot.parent_config or {}).get("configurable", {}).get("checkpoint_id")
-    if not parent:
-        return ""
-    return reverse("checkpoint", args=[thread.pk, parent]) + query_params(ns=ns)
-
-
-def _children(thread, checkpoint_id: str, ns: str) -> list[dict]:
-    return [
-        {
-            "node": child,
-            "url": reverse("checkpoint", args=[thread.pk, child.checkpoint_id])
-            + query_params(ns=ns),
-            "diff_url": reverse("diff", args=[thread.pk])
-            + query_params(a=checkpoint_id, b=child.checkpoint_id, ns=ns),
-        }
-        for child in history.children_of(thread.thread_id, ns, checkpoint_id)
-    ]
-
-
-# -- page 4: diff ---------------------------------------------------------------------------
+# -- the diff -----------------------------------------------------------------------------
 
 
 @require_GET
@@ -214,8 +129,8 @@ def checkpoint_diff(request, pk: int):
     context = {
         "thread": thread,
         "ns": ns,
-        "a": _side(thread, a, a_id, ns),
-        "b": _side(thread, b, b_id, ns),
+        "a": checkpoint.diff_side(thread, a, a_id, ns),
+        "b": checkpoint.diff_side(thread, b, b_id, ns),
         "changes": diffs.changes(a.values, b.values),
         "lines": diffs.side_by_side(a.values, b.values),
         "swap_url": reverse("diff", args=[thread.pk]) + query_params(a=b_id, b=a_id, ns=ns),
@@ -223,23 +138,7 @@ def checkpoint_diff(request, pk: int):
     return render(request, "dashboard/diff.html", context)
 
 
-def _side(thread, snapshot, checkpoint_id: str, ns: str) -> dict:
-    metadata = snapshot.metadata or {}
-    return {
-        "id": checkpoint_id,
-        "step": metadata.get("step"),
-        "source": metadata.get("source"),
-        "next": snapshot.next,
-        "url": reverse("checkpoint", args=[thread.pk, checkpoint_id]) + query_params(ns=ns),
-        "json_url": json_url(thread, checkpoint_id, ns),
-    }
-
-
-# -- page 9: the graph's picture ------------------------------------------------------------
-
-
-class GraphForm(forms.Form):
-    checkpoint = forms.CharField(required=False, max_length=64)
+# -- the graph's picture ------------------------------------------------------------------
 
 
 @require_GET
@@ -247,7 +146,7 @@ def thread_graph(request, pk: int):
     """``/threads/<pk>/graph/?checkpoint=<id>``: the graph's nodes and edges, with the
     next nodes of the thread's latest checkpoint (or of ``checkpoint``) marked."""
     thread = access.thread_or_404(request, pk)
-    form = GraphForm(request.GET)
+    form = PictureForm(request.GET)
     if not form.is_valid():
         raise Http404("No such checkpoint.")
     try:
@@ -260,7 +159,7 @@ def thread_graph(request, pk: int):
     context = {
         "thread": thread,
         "checkpoint_id": checkpoint_id,
-        "picture": graphpic.picture(drawing, current),
+        "picture": graph.picture(drawing, current),
         "next": state.next,
         "edges": drawing.edges,
         "mermaid": drawing.draw_mermaid(),

@@ -12,18 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django import forms
 from django.core.paginator import Paginator
 from django.db.models import Count, Min
-from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
-from dashboard.forms import ResumeForm
-from dashboard.views import checkpoints
-from dashboard.views.pages import refusal
+from dashboard.forms import CloseForm, GraphForm, ResumeForm, refusal
+from dashboard.http import see_other as _see_other
+from dashboard.present.links import json_url
 from durable import engine
 from durable.models import Thread
 
@@ -44,28 +42,6 @@ class Entry:
     json_url: str = ""
 
 
-class CloseForm(forms.Form):
-    """Close a thread without resuming it: LangGraph's ``update_state(None,
-    as_node=END)`` on the checkpoint the operator saw (``checkpoint_id``)."""
-
-    checkpoint_id = forms.CharField(widget=forms.HiddenInput, max_length=64)
-    reason = forms.CharField(
-        max_length=500,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={"required": "Say why the thread is closed without an answer."},
-    )
-
-
-class GraphForm(forms.Form):
-    """``?graph=``: the inbox keeps one graph's threads."""
-
-    graph = forms.CharField(required=False, max_length=100)
-
-
-def _see_other(url: str) -> HttpResponseRedirect:
-    return HttpResponseRedirect(url, status=303)
-
-
 def _entry(thread: Thread, form: ResumeForm | None = None, close_form=None) -> Entry:
     state = engine.thread_state(thread)
     pending = list(state.interrupts)
@@ -77,7 +53,7 @@ def _entry(thread: Thread, form: ResumeForm | None = None, close_form=None) -> E
         since=datetime.fromisoformat(state.created_at) if state.created_at else None,
         form=form or ResumeForm(pending),
         close_form=close_form or CloseForm(initial={"checkpoint_id": checkpoint_id}),
-        json_url=checkpoints.json_url(thread, checkpoint_id) if checkpoint_id else "",
+        json_url=json_url(thread, checkpoint_id) if checkpoint_id else "",
     )
 
 

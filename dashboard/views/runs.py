@@ -3,26 +3,18 @@ cancelling it."""
 
 from __future__ import annotations
 
-import json
-
-from django.http import (
-    Http404,
-    HttpResponseBadRequest,
-    HttpResponseRedirect,
-    JsonResponse,
-    StreamingHttpResponse,
-)
+from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
-from dashboard.views.pages import render_page
+from dashboard.http import event_stream, render_page, see_other
+from dashboard.present.runs import describe, elapsed, running_nodes
 from durable import engine, sse
 from durable.db import borrow
 from durable.engine import follow as events
-from durable.models import Run, RunEvent
+from durable.models import Run
 
 # The newest events a run page shows; older ones are counted, not listed.
 EVENTS_SHOWN = 200
@@ -38,16 +30,9 @@ async def run_events(request, pk: int):
         after = sse.last_event_id(request)
     except ValueError as exc:
         return HttpResponseBadRequest(str(exc))
-    if not await borrow(_visible, request, pk):
+    if not await borrow(access.may_see_run, request, pk):
         raise Http404(f"No run {pk}.")
-    return StreamingHttpResponse(
-        _run_event_stream(pk, after), content_type="text/event-stream", headers=sse.SSE_HEADERS
-    )
-
-
-def _visible(request, pk: int) -> bool:
-    """Whether run ``pk`` exists and ``request`` may see it (``dashboard.access``)."""
-    return access.runs(request).filter(pk=pk).exists()
+    return event_stream(_run_event_stream(pk, after))
 
 
 async def _run_event_stream(pk: int, after: int):
@@ -103,7 +88,7 @@ def cancel_run(request, pk: int):
         return _render_run(request, run, error=error, partial=True)
     if error:
         return _render_run(request, run, error=error, status=400)
-    return HttpResponseRedirect(reverse("run", args=[run.pk]), status=303)
+    return see_other(reverse("run", args=[run.pk]))
 
 
 def _render_run(request, run: Run, *, error: str = "", status: int = 200, partial=None):
@@ -117,7 +102,7 @@ def _render_run(request, run: Run, *, error: str = "", status: int = 200, partia
         "hidden_events": max(0, total - len(newest)),
         "last_seq": total,
         "running_nodes": running_nodes(newest) if run.is_active else [],
-        "elapsed": _elapsed(run),
+        "elapsed": elapsed(run),
         "reason": (run.metadata or {}).get("reason", ""),
         "error": error,
     }
@@ -130,80 +115,3 @@ def _render_run(request, run: Run, *, error: str = "", status: int = 200, partia
         status=status,
         part_only=partial,
     )
-
-
-def _elapsed(run: Run):
-    if run.started_at is None:
-        return None
-    return (run.ended_at or timezone.now()) - run.started_at
-
-
-def running_nodes(newest: list[RunEvent]) -> list[str]:
-    """Names of the tasks that started and have not finished, from the ``tasks``
-    events of the graph itself (not its subgraphs), in the order they started."""
-    started: dict[str, str] = {}
-    for event in newest:
-        if event.event != "tasks" or event.ns or not isinstance(event.data, dict):
-            continue
-        task = event.data.get("id")
-        if _task_finished(event.data):
-            started.pop(task, None)
-        else:
-            started[task] = str(event.data.get("name", ""))
-    return list(started.values())
-
-
-def _task_finished(data: dict) -> bool:
-    return "result" in data or "error" in data or "interrupts" in data
-
-
-def describe(event: RunEvent) -> dict:
-    """One event for the page: ``seq``, ``time``, ``kind`` (lifecycle, started,
-    finished, failed, interrupted, update, custom), ``what`` (a sentence), ``ns`` and
-    ``data`` (the JSON, shown on demand)."""
-    kind, what = _summary(event.event, event.data)
-    return {
-        "seq": event.seq,
-        "time": event.created_at,
-        "kind": kind,
-        "what": what,
-        "ns": event.ns,
-        "data": event.data,
-    }
-
-
-def _summary(event: str, data) -> tuple[str, str]:
-    if event == RunEvent.LIFECYCLE and isinstance(data, dict):
-        return "lifecycle", _lifecycle_sentence(data)
-    if event == "tasks" and isinstance(data, dict):
-        name = data.get("name", "?")
-        if data.get("error"):
-            return "failed", f"{name} failed: {data['error']}"
-        if data.get("interrupts"):
-            return "interrupted", f"{name} stopped at an interrupt"
-        if _task_finished(data):
-            return "finished", f"{name} finished"
-        return "started", f"{name} started"
-    if event == "updates" and isinstance(data, dict):
-        parts = []
-        for node, update in data.items():
-            if node == "__interrupt__":
-                parts.append("interrupt raised")
-            elif isinstance(update, dict) and update:
-                parts.append(f"{node} wrote {', '.join(sorted(map(str, update)))}")
-            else:
-                parts.append(f"{node} wrote nothing")
-        return "update", "; ".join(parts) or "update"
-    if event == "custom":
-        return "custom", json.dumps(data, ensure_ascii=False, default=str)[:200]
-    return event, event
-
-
-def _lifecycle_sentence(data: dict) -> str:
-    words = [f"status {data.get('status', '?')}"]
-    for key in ("kind", "detail", "stop_requested", "draining", "error", "node"):
-        if data.get(key):
-            words.append(f"{key.replace('_', ' ')}: {data[key]}")
-    if "continues_from" in data:
-        words.append("continues from its last checkpoint")
-    return "; ".join(words)

@@ -1,23 +1,34 @@
-"""The operator console's pages. Views read models and call ``durable.engine``; they never
-touch a saver or Celery directly."""
+"""The threads list (filtered, keyset-paged, with a start-run form per graph), one
+thread's page, and answering its interrupts there.
+
+The list reads only indexed columns: it pages by keyset on (updated_at, pk)
+(``dashboard.paging``), so it does not slow down as threads grow.
+"""
 
 from __future__ import annotations
 
-import json
-
-from django.http import (
-    HttpResponseRedirect,
-)
+from django.db.models import Count
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
-from dashboard.forms import ResumeForm, StartRunForm
-from dashboard.views import checkpoints, history
-from dashboard.views.pages import refusal, render_page
-from durable import engine
-from durable.graphs import example_input, graph_names
-from durable.models import Run
+from dashboard.forms import (
+    PageForm,
+    ResumeForm,
+    StartRunForm,
+    ThreadFilter,
+    form_errors,
+    refusal,
+    start_forms,
+)
+from dashboard.http import render_page, see_other
+from dashboard.paging import SORTS, keyset_page
+from dashboard.present.links import json_url
+from dashboard.present.tree import tree_context
+from durable import engine, history
+from durable.models import Run, Thread
+
+THREADS_PER_PAGE = 50
 
 
 @require_GET
@@ -40,36 +51,77 @@ def start_run(request):
         except engine.InvalidRequest as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         else:
-            return _see_other(reverse("thread", args=[run.thread_id]))
+            return see_other(reverse("thread", args=[run.thread_pk]))
     return _render_thread_list(request, form, status=400)
 
 
-def _see_other(url: str) -> HttpResponseRedirect:
-    """303: the browser follows a POST's result with a GET."""
-    return HttpResponseRedirect(url, status=303)
+def _render_thread_list(request, form: StartRunForm, status: int = 200):
+    """``/``: threads filtered by the GET parameters (``dashboard.forms.filters``),
+    newest first by default, with the start-run forms. Bad filter input gets 400 and the
+    form's errors. A request from htmx that targets ``thread-results`` gets only that
+    part."""
+    context = {**start_forms(form), **_threads_context(request)}
+    if context["filter_errors"] and status == 200:
+        status = 400
+    return render_page(
+        request,
+        "dashboard/thread_list.html",
+        context,
+        target="thread-results",
+        part="results",
+        status=status,
+    )
 
 
-def _render_thread_list(request, form, status=200):
-    return history.render_thread_list(request, _start_forms(form), status=status)
+def _threads_context(request) -> dict:
+    filterset = ThreadFilter(request.GET, queryset=access.threads(request))
+    paging = PageForm(request.GET)
+    valid = filterset.is_valid() & paging.is_valid()  # both, so both show their errors
+    errors = form_errors(filterset.form) + form_errors(paging)
+    if not valid:
+        return {"filter": filterset, "filter_errors": errors, "page": None, "status_tabs": []}
+    cleaned = paging.cleaned_data
+    page = keyset_page(
+        filterset.qs,
+        newest_first=(cleaned.get("sort") or "-updated") == "-updated",
+        after=cleaned.get("after"),
+        before=cleaned.get("before"),
+        size=THREADS_PER_PAGE,
+    )
+    counts = history.checkpoint_counts(t.thread_id for t in page.rows)
+    for thread in page.rows:
+        thread.checkpoint_count = counts.get(thread.thread_id, 0)
+    return {
+        "filter": filterset,
+        "filter_errors": [],
+        "page": page,
+        "status_tabs": _status_tabs(request, filterset),
+        "sorts": SORTS.items(),
+        "meta_values": request.GET.getlist("meta"),
+    }
 
 
-def _start_forms(form) -> dict:
-    """The start-run form of each graph; the submitted one keeps its input and errors."""
-    submitted = form.data.get("graph") if form.is_bound else None
-    start_forms = [
-        {
-            "graph": name,
-            "input": (
-                form.data.get("input")
-                if submitted == name
-                else json.dumps(example_input(name), indent=2)
-            ),
-            "errors": form.errors if submitted == name else {},
-        }
-        for name in graph_names()
-    ]
-    orphan_errors = form.errors if form.is_bound and submitted not in graph_names() else {}
-    return {"start_forms": start_forms, "orphan_errors": orphan_errors}
+def _status_tabs(request, filterset) -> list[dict]:
+    """One tab per status with its count among the threads the other filters keep."""
+    counts = dict(filterset.without("status").values_list("status").annotate(n=Count("pk")))
+    chosen = filterset.form.cleaned_data.get("status") or ""
+    tabs = [{"value": "", "label": "all", "count": sum(counts.values()), "current": not chosen}]
+    for value, label in Thread.Status.choices:
+        count = counts.get(value, 0)
+        tabs.append({"value": value, "label": label, "count": count, "current": chosen == value})
+    for tab in tabs:
+        tab["query"] = _query(request, status=tab["value"] or None, after=None, before=None)
+    return tabs
+
+
+def _query(request, **changes) -> str:
+    """The request's query string with ``changes`` (``None`` removes a parameter)."""
+    params = request.GET.copy()
+    for key, value in changes.items():
+        params.pop(key, None)
+        if value is not None:
+            params[key] = value
+    return "?" + params.urlencode() if params else "?"
 
 
 @require_GET
@@ -92,7 +144,7 @@ def resume_thread(request, pk: int):
         except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:
-            return _see_other(reverse("thread", args=[thread.pk]))
+            return see_other(reverse("thread", args=[thread.pk]))
     return _render_thread(request, thread, form=form, status=400)
 
 
@@ -115,11 +167,11 @@ def _render_thread(request, thread, form=None, status=200):
     context = {
         "thread": thread,
         "latest_checkpoint": latest,
-        "latest_json_url": checkpoints.json_url(thread, latest) if latest else "",
+        "latest_json_url": json_url(thread, latest) if latest else "",
         "last_seq": _last_seq(active_run),
         "state": state,
         # The first page of the checkpoint tree; older pages are on the history page.
-        "tree": history.tree_context(thread),
+        "tree": tree_context(thread),
         "recent_runs": thread.runs.all()[:10],
         "active_run": active_run,
         "pending": pending,

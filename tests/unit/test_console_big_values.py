@@ -12,8 +12,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from dashboard import present
 from dashboard.forms import ResumeForm
+from dashboard.present import values as present
 from durable import engine, history
 from durable.models import Run, RunEvent
 from tests.helpers.threads import BIG, big_claim_thread, head

@@ -21,8 +21,9 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from dashboard import lanes
-from dashboard.views.history import THREADS_PER_PAGE, TREE_PAGE
+from dashboard.present import lanes
+from dashboard.present.tree import TREE_PAGE
+from dashboard.views.threads import THREADS_PER_PAGE
 from durable import engine, history
 from durable.graphs import get_graph
 from durable.history import TreeNode

@@ -108,6 +108,8 @@ def test_a_second_tab_answering_a_busy_thread_is_told_in_the_consoles_words(clie
     # The first tab's answer started a run, which a worker has; the second tab still
     # shows the interrupt and sends its own answer.
     thread = interrupted()
+    Thread.objects.filter(pk=thread.pk).update(name="claim-7")  # not its UUID
+    thread.refresh_from_db()
     page = client.get(reverse("inbox-thread", args=[thread.pk])).content.decode()
     decision = re.search(r'name="(decision-[0-9a-f]+-0)"', page).group(1)
     run = Run.objects.create(thread=thread, graph=thread.graph, kind="resume", status="running")
@@ -118,5 +120,6 @@ def test_a_second_tab_answering_a_busy_thread_is_told_in_the_consoles_words(clie
         assert response.status_code == 400
         text = response.content.decode()
         assert f"is busy: run {run.pk} (resume) is running" in text
+        assert "Thread &#x27;claim-7&#x27; is busy" in text
         assert "multitask_strategy" not in text
     assert everything() == before

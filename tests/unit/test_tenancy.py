@@ -347,6 +347,7 @@ def test_bootstrap_makes_the_first_admin_once(settings, tmp_path, monkeypatch):
     call_command("bootstrap", stdout=out)
     password = (tmp_path / "admin-password").read_text().strip()
     assert password in out.getvalue()
+    assert out.getvalue().index("'admin'") < out.getvalue().index(password)  # whose it is
     assert (tmp_path / "admin-password").stat().st_mode & 0o777 == 0o600
     admin = authenticate(username="admin", password=password)
     assert admin is not None and admin.is_superuser

@@ -219,7 +219,7 @@ def test_an_answer_outside_the_response_schema_is_refused(client, worker):
     )
     assert response.status_code == 400
     assert (
-        "does not match the interrupt&#x27;s response_schema at approved: "
+        "does not match its response_schema at approved: "
         "&#x27;false&#x27; is not of type &#x27;boolean&#x27;" in response.content.decode()
     )
     assert counts() == before

@@ -18,11 +18,10 @@ from django.urls import reverse
 from django.utils import timezone
 from langgraph.types import Interrupt
 
-from dashboard import interrupts
-from dashboard.forms import ResumeForm
+from dashboard.forms import ResumeForm, parse_filter
+from dashboard.present import interrupts
 from dashboard.templatetags.console import markdown
 from dashboard.views import inbox as inbox_views
-from dashboard.views.store import parse_filter
 from durable import engine
 from durable.models import (
     Checkpoint,

@@ -28,15 +28,14 @@ class Command(BaseCommand):
         if users.exists():
             return
         username = os.environ.get("DURABLE_ADMIN_USERNAME", "admin")
-        password = os.environ.get("DURABLE_ADMIN_PASSWORD") or self._new_password()
+        chosen = os.environ.get("DURABLE_ADMIN_PASSWORD")
+        password = chosen or secrets.token_urlsafe(12)
         user = users.create_superuser(username, password=password)
         Membership.objects.create(user=user, tenant=tenant, role=Role.ADMIN)
+        # The user first, then the password: whoever reads the output learns whose it is.
         self.stdout.write(f"Created superuser {username!r}, an admin of tenant {tenant.slug!r}.")
-
-    def _new_password(self) -> str:
-        password = secrets.token_urlsafe(12)
-        path = settings.VAR_DIR / "admin-password"
-        path.write_text(password + "\n")
-        path.chmod(0o600)
-        self.stdout.write(f"Its password: {password} (also in {path})")
-        return password
+        if not chosen:
+            path = settings.VAR_DIR / "admin-password"
+            path.write_text(password + "\n")
+            path.chmod(0o600)
+            self.stdout.write(f"Its password: {password} (also in {path})")

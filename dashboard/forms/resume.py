@@ -1,4 +1,6 @@
-"""Forms of the console. Each error names the field it is about."""
+"""The form answering a thread's pending interrupts: one card per interrupt, with the
+inputs its kind asks for (``dashboard.present.interrupts``), turned into the values of
+``durable.engine.resume``. Each error names the field it is about."""
 
 from __future__ import annotations
 
@@ -11,25 +13,12 @@ from django import forms
 from django.forms import BoundField
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
+from langgraph.types import Interrupt
 
-from dashboard import interrupts, present
-from durable.graphs import graph_names
-
-
-class StartRunForm(forms.Form):
-    graph = forms.CharField(max_length=100)
-    input = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), initial="{}")
-
-    def clean_graph(self):
-        name = self.cleaned_data["graph"]
-        if name not in graph_names():
-            raise forms.ValidationError(
-                f"Unknown graph {name!r}. Registered graphs: {', '.join(graph_names())}."
-            )
-        return name
-
-    def clean_input(self):
-        return _parse_json(self.cleaned_data["input"], "The input is")
+from dashboard.forms.fields import error_on, field_error, parse_json
+from dashboard.present import interrupts, values
+from durable import engine
+from durable.engine.checks import check_response_schema
 
 
 @dataclass
@@ -64,11 +53,11 @@ class ActionCard:
 class Card:
     """One pending interrupt as the form shows it, by ``kind``: ``actions`` (HITL);
     ``human``, ``response``, ``text`` and ``inputs`` (agent-inbox); ``answer`` and
-    ``schema`` (generic)."""
+    ``schema`` (generic). ``interrupt`` is LangGraph's ``Interrupt`` (``.id``,
+    ``.value``)."""
 
-    id: str
+    interrupt: Interrupt
     kind: str
-    value: Any
     actions: list[ActionCard] = dc_field(default_factory=list)
     human: interrupts.HumanRequest | None = None
     response: BoundField | None = None
@@ -78,9 +67,17 @@ class Card:
     schema: dict | None = None
 
     @property
+    def id(self) -> str:
+        return self.interrupt.id
+
+    @property
+    def value(self) -> Any:
+        return self.interrupt.value
+
+    @property
     def cut(self) -> bool:
-        """Whether the page shows the payload shortened (``dashboard.present.shown``)."""
-        return present.shown(self.value).cut
+        """Whether the page shows the payload shortened (``dashboard.present.values.shown``)."""
+        return values.shown(self.value).cut
 
     @property
     def shown(self) -> Any:
@@ -126,7 +123,7 @@ class ResumeForm(forms.Form):
 
     def _card(self, item) -> Card:
         kind = interrupts.kind_of(item.value)
-        card = Card(id=item.id, kind=kind, value=item.value)
+        card = Card(interrupt=item, kind=kind)
         if kind == interrupts.HITL:
             card.actions = [self._action(item.id, a) for a in interrupts.hitl_actions(item.value)]
         elif kind == interrupts.HUMAN:
@@ -172,7 +169,7 @@ class ResumeForm(forms.Form):
             if action.specs is not None:
                 card.inputs = self._inputs(f"arg-{prefix}", action.specs)
             initial = json.dumps(action.args, indent=2)
-            card.args_too_large = len(initial) > present.EDIT_LIMIT
+            card.args_too_large = len(initial) > values.EDIT_LIMIT
             card.args = self._add(
                 f"args-{prefix}",
                 forms.CharField(
@@ -249,9 +246,11 @@ class ResumeForm(forms.Form):
 
     def _answer(self, card: Card, cleaned):
         key = card.answer.name
-        answer = _field_error(key, _parse_json, cleaned[key], "The answer is")
-        if card.schema is not None:
-            _field_error(key, _check_schema, answer, card.schema)
+        answer = field_error(key, parse_json, cleaned[key], "The answer is")
+        try:
+            check_response_schema(card.interrupt, answer, key)
+        except engine.InvalidRequest as exc:
+            raise error_on(key, exc.message) from None
         return answer
 
     def _decision(self, iid: str, card: ActionCard, cleaned) -> dict:
@@ -278,10 +277,10 @@ class ResumeForm(forms.Form):
             return args
         key = card.args.name
         if card.args_too_large and not cleaned.get(key):
-            raise _error_on(key, "These arguments are too large to edit here.")
-        args = _field_error(key, _parse_json, cleaned.get(key) or "", "The arguments are")
+            raise error_on(key, "These arguments are too large to edit here.")
+        args = field_error(key, parse_json, cleaned.get(key) or "", "The arguments are")
         if not isinstance(args, dict):
-            raise _error_on(key, "The arguments must be a JSON object.")
+            raise error_on(key, "The arguments must be a JSON object.")
         _check_args(args, schema, {}, fallback=key)
         return args
 
@@ -291,7 +290,7 @@ class ResumeForm(forms.Form):
         if kind == "response":
             text = cleaned.get(card.text.name, "")
             if not text:
-                raise _error_on(card.text.name, "Write the response to send.")
+                raise error_on(card.text.name, "Write the response to send.")
             return {"type": "response", "args": text}
         if kind == "edit":
             args = self._edited(request.args, card.inputs)
@@ -309,138 +308,12 @@ class ResumeForm(forms.Form):
             name = arg.field.html_name
             if name not in self.data:
                 continue
-            value = _field_error(name, _parse_arg, arg.spec, self.data[name])
+            value = field_error(name, _parse_arg, arg.spec, self.data[name])
             if value is _OMIT:
                 args.pop(arg.spec.key, None)
             else:
                 args[arg.spec.key] = value
         return args
-
-
-REASON_MAX_LENGTH = 500
-
-
-def _reason_field(what: str) -> forms.CharField:
-    return forms.CharField(
-        label="Reason (required)",
-        max_length=REASON_MAX_LENGTH,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={"required": f"Say why you {what}: the reason is kept with it."},
-    )
-
-
-class ForkForm(forms.Form):
-    """Fork at a checkpoint: ``as_node`` (one of the graph's nodes, by default the
-    first node that wrote the checkpoint), a ``reason``, ``run_after``, and one JSON
-    field ``state-<key>`` per state key.
-
-    A key whose channel replaces its value starts with the value at the checkpoint;
-    a key whose channel combines updates with a reducer starts empty (what is written
-    there is added, as the graph's own nodes add to it). Only keys whose value changed
-    are sent (an empty box keeps its key as it is), so values the console cannot show
-    as JSON stay as they are. After validation ``values`` is ``{key: value}`` of the
-    changed keys, or ``None`` when none changed (the update then only counts as
-    ``as_node``)."""
-
-    as_node = forms.ChoiceField(
-        label="Update as node (as_node)",
-        error_messages={
-            "required": "Choose the node this update counts as.",
-            "invalid_choice": "as_node: %(value)s is not a node of this graph.",
-        },
-    )
-    run_after = forms.BooleanField(
-        required=False, initial=True, label="Run the graph from the fork at once"
-    )
-
-    def __init__(self, shape, current: dict, writers: list[str], *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["reason"] = _reason_field("fork")
-        self.fields["as_node"].choices = [("", "Choose a node")] + [(n, n) for n in shape.nodes]
-        self.fields["as_node"].initial = next((w for w in writers if w in shape.nodes), "")
-        self.shape = shape
-        self.current = current
-        self.keys = []
-        for key in shape.state_keys:
-            combined = key in shape.combined_keys
-            start = "" if combined or key not in current else json.dumps(current[key], indent=2)
-            too_large = len(start) > present.EDIT_LIMIT
-            self.fields[f"state-{key}"] = forms.CharField(
-                required=False,
-                strip=False,
-                initial="" if too_large else start,
-                label=key,
-                widget=forms.Textarea,
-            )
-            self.keys.append(
-                StateKey(key, combined, key in current, self[f"state-{key}"], len(start))
-            )
-
-    def field_for(self, error_field: str) -> str | None:
-        """The form field an ``InvalidRequest`` field maps to (``None``: the form). An
-        update the graph could not apply (``values``) lands on the state key's box when
-        only one key was changed, since that key is then the one at fault."""
-        if error_field == "as_node":
-            return "as_node"
-        if error_field == "values" and self.values and len(self.values) == 1:
-            return f"state-{next(iter(self.values))}"
-        return None
-
-    def clean(self):
-        cleaned = super().clean()
-        unknown = sorted(
-            name.removeprefix("state-")
-            for name in self.data
-            if name.startswith("state-") and name not in self.fields
-        )
-        if unknown:
-            keys = ", ".join(unknown)
-            self.add_error(
-                None,
-                f"The state of this graph has no key {keys}; its keys are "
-                f"{', '.join(k.key for k in self.keys)}.",
-            )
-        values = {}
-        for key in self.keys:
-            text = cleaned.get(key.field.name, "")
-            if not text.strip():
-                continue  # an empty box keeps the key as it is
-            try:
-                value = _parse_json(text, f"{key.key}: the value is")
-            except forms.ValidationError as exc:
-                self.add_error(key.field.name, exc)
-                continue
-            if key.combined or not key.present or value != self.current[key.key]:
-                values[key.key] = value
-        self.values = values or None
-        return cleaned
-
-
-@dataclass
-class StateKey:
-    """One state key on the fork form: ``combined`` when its channel has a reducer,
-    ``present`` when the checkpoint has a value for it; ``too_large`` when the value
-    is too long to put in the form."""
-
-    key: str
-    combined: bool
-    present: bool
-    field: BoundField
-    # The length of the value as JSON text; past ``present.EDIT_LIMIT`` the box starts
-    # empty (which keeps the value) rather than carry it.
-    size: int = 0
-
-    @property
-    def too_large(self) -> bool:
-        return self.size > present.EDIT_LIMIT
-
-
-class ReplayForm(forms.Form):
-    """Replay from a checkpoint: only a reason."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["reason"] = _reason_field("replay")
 
 
 # Decisions this form can make; "respond" (the human acting as the tool) is not offered yet.
@@ -457,7 +330,7 @@ def _parse_arg(spec: interrupts.ArgSpec, text: str) -> Any:
         return _OMIT if text == "" and spec.initial is None else text
     if not text.strip():
         return _OMIT
-    value = _parse_json(text, f"{spec.key} is")
+    value = parse_json(text, f"{spec.key} is")
     if spec.kind == "boolean" and not isinstance(value, bool):
         raise forms.ValidationError(f"{spec.key} must be true or false.")
     if spec.kind in ("number", "integer") and (
@@ -484,19 +357,7 @@ def _check_args(args: dict, schema: dict | None, names: dict, fallback: str | No
     target = names[key] if key is not None else fallback
     if target is None:
         raise forms.ValidationError(message)
-    raise _error_on(target, message)
-
-
-def _error_on(field: str, message: str) -> forms.ValidationError:
-    return forms.ValidationError({field: message})
-
-
-def _field_error(field: str, check, *args):
-    """Run ``check``; re-raise its ValidationError as an error on ``field``."""
-    try:
-        return check(*args)
-    except forms.ValidationError as exc:
-        raise _error_on(field, exc.messages[0]) from None
+    raise error_on(target, message)
 
 
 def _schema_error(value, schema: dict):
@@ -508,22 +369,3 @@ def _schema_error(value, schema: dict):
     except SchemaError:
         return None
     return next(iter(validator.iter_errors(value)), None)
-
-
-def _check_schema(answer, schema: dict) -> None:
-    if error := _schema_error(answer, schema):
-        where = "/".join(str(p) for p in error.absolute_path) or "the answer"
-        raise forms.ValidationError(
-            f"The answer does not match the interrupt's response_schema at {where}: "
-            f"{error.message}."
-        )
-
-
-def _parse_json(text: str, subject: str):
-    """``text`` parsed as JSON; ``subject`` starts the error ("The input is")."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise forms.ValidationError(f"{subject} not valid JSON: {exc}.") from None
-    except RecursionError:
-        raise forms.ValidationError(f"{subject} nested too deeply.") from None

@@ -13,7 +13,7 @@ from typing import Any
 
 from deepdiff import DeepDiff
 
-from dashboard.present import is_message
+from dashboard.present.values import is_message
 from durable.values import jsonable, pretty
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"

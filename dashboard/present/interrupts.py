@@ -1,6 +1,8 @@
-"""Recognising interrupt payloads and turning operator answers into resume values.
+"""What an interrupt asks, read from its payload: its kind, its actions with the decisions
+they allow, and an input per editable argument. Pages show these; the answer form
+(``dashboard.forms.resume``) builds its fields from them.
 
-Schemas (see shared UI-REFERENCES, section 1.2):
+The payloads the console knows:
 
 - LangChain v1 ``HITLRequest``: ``{"action_requests": [{name, args, description?}],
   "review_configs": [{action_name, allowed_decisions, args_schema?}]}``, resumed with
@@ -19,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.present import EDIT_LIMIT
+from dashboard.present.values import EDIT_LIMIT
 
 HITL = "hitl"
 HUMAN = "human"

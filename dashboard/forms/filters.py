@@ -1,4 +1,5 @@
-"""The threads list's filters (django-filter) and its keyset pager.
+"""What the list pages are filtered by: the threads list (django-filter), the audit trail
+(django-filter) and the store browser (its filter text).
 
 Every filter is a GET parameter, so a filtered list is a link:
 ``?status=interrupted&graph=expense_approval&meta=team=ops&meta=priority=2
@@ -8,20 +9,17 @@ Bad input is a form error naming the parameter, never a server error.
 
 from __future__ import annotations
 
-import datetime
 import json
-from dataclasses import dataclass
 
 import django_filters
 from django import forms
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from durable.graphs import graph_names
-from durable.models import Thread
+from durable.models import AuditEvent, Thread
 from durable.persistence.metadata import IndexedMetadataKeyEquals
 
 MAX_META_FILTERS = 10
-SORTS = {"-updated": "newest first", "updated": "oldest first"}
 
 
 class RepeatedTextInput(forms.TextInput):
@@ -73,6 +71,7 @@ def has_nul(value) -> bool:
 
 
 def _json_or_text(raw: str):
+    """``raw`` read as JSON when it parses (``2``, ``true``, ``"2"``), else as text."""
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):
@@ -124,94 +123,80 @@ class ThreadFilter(django_filters.FilterSet):
         return qs
 
 
-class PageForm(forms.Form):
-    """Sort order and keyset cursors: ``after`` (the next page) or ``before`` (the
-    previous one), each ``<updated_at in µs since the epoch>-<pk>`` of a row."""
+class AuditFilter(django_filters.FilterSet):
+    """The audit trail by ``action``, ``actor`` and ``thread`` (pieces of the names), and
+    a time range (``after``, ``before``)."""
 
-    sort = forms.ChoiceField(choices=list(SORTS.items()), required=False)
-    after = forms.CharField(required=False, max_length=64)
-    before = forms.CharField(required=False, max_length=64)
+    action = django_filters.ChoiceFilter(choices=AuditEvent.Action.choices)
+    actor = django_filters.CharFilter(lookup_expr="icontains")
+    thread = django_filters.CharFilter(field_name="thread_name", lookup_expr="icontains")
+    after = django_filters.DateTimeFilter(
+        field_name="created_at",
+        lookup_expr="gte",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+    )
+    before = django_filters.DateTimeFilter(
+        field_name="created_at",
+        lookup_expr="lt",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+    )
 
-    def clean_after(self):
-        return _cursor(self.cleaned_data["after"])
-
-    def clean_before(self):
-        return _cursor(self.cleaned_data["before"])
-
-    def clean(self):
-        cleaned = super().clean()
-        if cleaned.get("after") and cleaned.get("before"):
-            raise forms.ValidationError("Give either after or before, not both.")
-        return cleaned
-
-
-@dataclass(frozen=True)
-class Cursor:
-    updated_at: datetime.datetime
-    pk: int
-
-    def __str__(self) -> str:
-        delta = self.updated_at - EPOCH
-        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-        return f"{micros}-{self.pk}"
+    class Meta:
+        model = AuditEvent
+        fields: list[str] = []
 
 
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+# -- the store browser -------------------------------------------------------------------
+
+# ``?page=`` of the store browser stops here: a bigger offset overflows the database's
+# integers.
+MAX_STORE_PAGE = 1_000_000
 
 
-def cursor_of(thread: Thread) -> str:
-    return str(Cursor(thread.updated_at, thread.pk))
+class BadFilter(ValueError):
+    """A store filter the page cannot read; the message says why."""
 
 
-def _digits(text: str) -> bool:
-    return text.isascii() and text.isdigit()
-
-
-def _cursor(text: str) -> Cursor | None:
+def parse_filter(text: str) -> dict | None:
+    """The store filter written in ``text``; ``None`` for none. A filter is ``key=value``
+    pairs separated by commas or new lines (a value is read as JSON when it parses, else
+    as text), or a JSON object in the store's own filter language (``{"key": value}`` or
+    ``{"key": {"$gt": 1}}``). Raises ``BadFilter``."""
+    text = text.strip()
     if not text:
         return None
-    micros, sep, pk = text.partition("-")
-    # isdigit() alone takes superscripts and other scripts' digits, which int() refuses.
-    if not sep or not _digits(micros) or not _digits(pk):
-        raise forms.ValidationError("This page link is damaged; start again from the first page.")
-    try:
-        when = EPOCH + datetime.timedelta(microseconds=int(micros))
-    except OverflowError:
-        raise forms.ValidationError("This page link is damaged.") from None
-    return Cursor(when, int(pk))
+    parsed = _parse_filter(text)
+    if has_nul(parsed):
+        raise BadFilter("filter: the store cannot hold a NUL character, so none is searched.")
+    return parsed
 
 
-@dataclass
-class KeysetPage:
-    """``rows`` of one page; ``next``/``previous``: cursors to pass as ``after`` /
-    ``before``, or ``None`` at an end."""
+def _parse_filter(text: str) -> dict:
+    if text.startswith("{"):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BadFilter(f"filter: not valid JSON: {exc}.") from None
+        if not isinstance(parsed, dict):
+            raise BadFilter("filter: a JSON filter must be an object.")
+        return parsed
+    result = {}
+    for part in text.replace("\n", ",").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise BadFilter(f"filter: {part.strip()!r} is not key=value.")
+        result[key.strip()] = _json_or_text(value.strip())
+    return result
 
-    rows: list
-    next: str | None
-    previous: str | None
 
-
-def keyset_page(qs: QuerySet, *, newest_first: bool, after, before, size: int) -> KeysetPage:
-    """One page of ``qs`` ordered by (updated_at, pk), after or before a cursor."""
-    forward = before is None
-    descending = newest_first == forward  # a previous page reads the other way
-    order = ("-updated_at", "-pk") if descending else ("updated_at", "pk")
-    cursor = after or before
-    if cursor is not None:
-        op = "lt" if descending else "gt"
-        qs = qs.filter(
-            Q(**{f"updated_at__{op}": cursor.updated_at})
-            | Q(updated_at=cursor.updated_at, **{f"pk__{op}": cursor.pk})
-        )
-    rows = list(qs.order_by(*order)[: size + 1])
-    more = len(rows) > size
-    rows = rows[:size]
-    if not forward:
-        rows.reverse()
-    has_next = more if forward else True
-    has_previous = cursor is not None if forward else more
-    return KeysetPage(
-        rows=rows,
-        next=cursor_of(rows[-1]) if rows and has_next else None,
-        previous=cursor_of(rows[0]) if rows and has_previous else None,
-    )
+def store_page(text: str) -> int:
+    """``?page=`` of the store browser: 1 unless a positive number; at most
+    ``MAX_STORE_PAGE``."""
+    text = text.lstrip("0")
+    if not (text.isascii() and text.isdigit()):
+        return 1
+    if len(text) > len(str(MAX_STORE_PAGE)):
+        return MAX_STORE_PAGE
+    return min(int(text), MAX_STORE_PAGE)

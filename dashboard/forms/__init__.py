@@ -1,0 +1,47 @@
+"""Every form of the console, by what it is for: ``resume`` (answering interrupts),
+``actions`` (start, fork, replay, close), ``queries`` (the GET parameters of a page),
+``filters`` (the list pages' filters); ``fields`` holds what they share."""
+
+from dashboard.forms.actions import (
+    CloseForm,
+    ForkForm,
+    ReplayForm,
+    StartRunForm,
+    refusal,
+    start_forms,
+)
+from dashboard.forms.filters import AuditFilter, BadFilter, ThreadFilter, parse_filter, store_page
+from dashboard.forms.queries import (
+    DiffForm,
+    GraphForm,
+    JsonForm,
+    NamespaceForm,
+    PageForm,
+    PictureForm,
+    TreeForm,
+    form_errors,
+)
+from dashboard.forms.resume import ResumeForm
+
+__all__ = [
+    "ResumeForm",
+    "StartRunForm",
+    "ForkForm",
+    "ReplayForm",
+    "CloseForm",
+    "start_forms",
+    "refusal",
+    "PageForm",
+    "TreeForm",
+    "NamespaceForm",
+    "DiffForm",
+    "JsonForm",
+    "PictureForm",
+    "GraphForm",
+    "form_errors",
+    "ThreadFilter",
+    "AuditFilter",
+    "BadFilter",
+    "parse_filter",
+    "store_page",
+]
