@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
 from dashboard.forms import CloseForm, GraphForm, ResumeForm, refusal
-from dashboard.http import see_other as _see_other
+from dashboard.http import see_other
 from dashboard.present.links import json_url
 from durable import engine
 from durable.models import Thread
@@ -127,7 +127,7 @@ def answer(request, pk: int):
         except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:
-            return _see_other(reverse("run", args=[run.pk]))
+            return see_other(reverse("run", args=[run.pk]))
     return _render_one(request, entry, status=400)
 
 
@@ -157,5 +157,5 @@ def close(request, pk: int):
             except engine.InvalidRequest as exc:
                 form.add_error(None, refusal(exc, thread))
             else:
-                return _see_other(reverse("thread", args=[thread.pk]))
+                return see_other(reverse("thread", args=[thread.pk]))
     return _render_one(request, entry, status=400)

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 import dashboard.views
 from durable.models import Role
-from tests.conftest import member
+from tests.helpers.users import member
 
 VIEWS = sorted(Path(dashboard.views.__file__).parent.glob("*.py"))
 
