@@ -86,7 +86,7 @@ def _create_run(request, name: str, body: RunCreate) -> Run:
     return engine.start(
         graph,
         body.input,
-        thread_id=name,
+        name=name,
         tenant=request.auth.tenant,
         **_options(request, body),
     )

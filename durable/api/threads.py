@@ -39,9 +39,7 @@ def create_thread(request, body: ThreadCreate = None):
                 raise ApiError(409, f"Thread {name!r} already exists.", "thread_id")
             return shapes.thread_json(existing)
     may_change(request)
-    created = engine.create_thread(
-        graph, thread_id=name, metadata=metadata, tenant=request.auth.tenant
-    )
+    created = engine.create_thread(graph, name=name, metadata=metadata, tenant=request.auth.tenant)
     return shapes.thread_json(created)
 
 

@@ -16,7 +16,7 @@ from langgraph.types import Interrupt
 
 from durable.graphs import UnknownGraph, get_graph
 from durable.models import Checkpoint, Run, Thread
-from durable.persistence.checkpoint.saver import check_thread_id
+from durable.persistence.checkpoint import check_thread_id
 
 DURABILITIES = tuple(Run.Durability.values)
 MULTITASK_STRATEGIES = tuple(Run.MultitaskStrategy.values)
@@ -48,9 +48,11 @@ def compiled_graph(graph: str):
         raise InvalidRequest("graph", str(exc)) from None
 
 
-def checked_thread_id(thread_id: Any) -> str:
+def checked_name(name: Any) -> str:
+    """A tenant's name for a thread, checked as the checkpointer checks its thread ids
+    (a string of at most 255 characters). Raises ``InvalidRequest("thread")``."""
     try:
-        return check_thread_id(thread_id)
+        return check_thread_id(name)
     except ValueError as exc:
         raise InvalidRequest("thread", str(exc)) from None
 

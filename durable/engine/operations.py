@@ -37,7 +37,7 @@ from durable.engine.checks import (
     check_input,
     check_update,
     checked_metadata,
-    checked_thread_id,
+    checked_name,
     checkpoint_config,
     compiled_graph,
     resume_command,
@@ -71,20 +71,20 @@ class ForkResult:
 def create_thread(
     graph: str | None,
     *,
-    thread_id: str | None = None,
+    name: str | None = None,
     metadata: dict | None = None,
     tenant: Tenant | None = None,
 ) -> Thread:
     """A new thread of ``graph`` in ``tenant`` (default: ``Tenant.default()``) with no
-    run and no checkpoint yet. ``thread_id`` is the id the tenant gives it (its
-    ``name``); without one, a random UUID. With ``graph`` ``None`` the thread's first
-    run binds it to a graph (the Agent Server's bare ``POST /threads``). Raises
+    run and no checkpoint yet. ``name`` is the id the tenant gives it (the API's
+    ``thread_id``); without one, the thread's random UUID. With ``graph`` ``None`` the
+    thread's first run binds it to a graph (the Agent Server's bare ``POST /threads``). Raises
     ``InvalidRequest`` for an unknown graph (``graph``), an id over 255 characters or
     already taken in the tenant (``thread``), or metadata that is not a JSON object
     (``metadata``)."""
     if graph is not None:
         compiled_graph(graph)
-    name = checked_thread_id(thread_id) if thread_id is not None else None
+    name = checked_name(name) if name is not None else None
     # Sorted keys: SQLite compares nested metadata as text (durable.persistence.metadata).
     metadata = json.loads(canonical(checked_metadata(metadata)))
     tenant = tenant or Tenant.default()
@@ -120,7 +120,7 @@ def start(
     graph: str,
     input: Any,
     *,
-    thread_id: str | None = None,
+    name: str | None = None,
     metadata: dict | None = None,
     durability: str = "async",
     multitask_strategy: str = "reject",
@@ -129,7 +129,7 @@ def start(
 ) -> Run:
     """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
     channels) on a new thread of ``tenant`` (default: ``Tenant.default()``), or on its
-    thread named ``thread_id`` (created if it does not exist).
+    thread named ``name`` (created if it does not exist).
 
     ``metadata`` (a JSON object) is kept on the Run and added to the metadata of every
     checkpoint the run writes. ``durability`` is LangGraph's ``sync | async | exit``.
@@ -138,15 +138,15 @@ def start(
     compiled = compiled_graph(graph)
     check_input(compiled, input)
     options = run_options(metadata, durability, multitask_strategy, requested_by)
-    if thread_id is not None:
-        thread_id = checked_thread_id(thread_id)
+    if name is not None:
+        name = checked_name(name)
     tenant = tenant or Tenant.default()
     with transaction.atomic():
-        if thread_id is None:
+        if name is None:
             thread, created = _new_thread(tenant, None, graph=graph), True
         else:  # get_or_create: two requests may create the same name at once
             thread, created = tenant.threads.get_or_create(
-                name=thread_id, defaults={"thread_id": str(uuid.uuid4()), "graph": graph}
+                name=name, defaults={"thread_id": str(uuid.uuid4()), "graph": graph}
             )
         thread = lock_thread(thread)
         if not thread.graph:  # created bare: its first run binds it to a graph

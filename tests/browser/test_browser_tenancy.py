@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_an_operator_cannot_open_another_tenants_thread(chromium, web):
     ours = at_interrupt()
     globex = Tenant.objects.create(slug="globex", name="Globex")
-    theirs = engine.create_thread("expense_approval", thread_id="globex-secret", tenant=globex)
+    theirs = engine.create_thread("expense_approval", name="globex-secret", tenant=globex)
     member("ann")  # an operator of the default tenant only
     # Not the ``page`` fixture: the listener must hear the login page too.
     page = new_page(chromium)

@@ -22,7 +22,7 @@ def history(
 ) -> Thread:
     """A thread of one of ``tests.helpers.retention_graphs``' graphs, run here up to its
     interrupt after ``steps`` ticks."""
-    thread = engine.create_thread(graph, tenant=tenant, thread_id=name)
+    thread = engine.create_thread(graph, tenant=tenant, name=name)
     state = {"retention_delta": "log", "retention_nested": "notes"}[graph]
     get_graph(graph).invoke(
         {"n": 0, "steps": steps, state: []},

@@ -40,7 +40,7 @@ committed = pytest.mark.django_db(transaction=True)
 def interrupted_expense(thread_id: str = "expense-1", **metadata) -> Thread:
     """An expense_approval thread run in-process to its approval interrupt: checkpoints
     at steps -1 (input), 0, 1 (interrupted in request_approval)."""
-    thread = engine.create_thread("expense_approval", thread_id=thread_id, metadata=metadata)
+    thread = engine.create_thread("expense_approval", name=thread_id, metadata=metadata)
     get_graph("expense_approval").invoke(EXPENSE, engine.config_for(thread), durability="sync")
     return thread
 
@@ -109,7 +109,7 @@ def test_the_thread_page_shows_the_tree_and_diff_picks(client):
 
 @committed
 def test_tree_pages_by_checkpoint_id_without_gaps_or_repeats(client):
-    thread = engine.create_thread("expense_approval", thread_id="long")
+    thread = engine.create_thread("expense_approval", name="long")
     made = chain(thread.thread_id, TREE_PAGE + 30)
 
     first = get(client, "thread-history", thread.pk).content.decode()
@@ -195,7 +195,7 @@ def test_the_inspector_shows_values_next_tasks_and_pending_writes(client):
 @committed
 def test_the_inspector_shows_messages_as_a_transcript(client, settings):
     settings.DURABLE_GRAPHS = {**settings.DURABLE_GRAPHS, "chat": f"{__name__}.build_chat"}
-    thread = engine.create_thread("chat", thread_id="chat-1")
+    thread = engine.create_thread("chat", name="chat-1")
     get_graph("chat").invoke(
         {"messages": [HumanMessage("Weather in Leeds?", id="h1")]},
         engine.config_for(thread),

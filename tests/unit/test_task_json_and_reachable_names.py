@@ -24,7 +24,7 @@ CLAIM = {"employee": "Grace Hopper", "amount": 42.5, "description": "Compiler ma
 def failed_thread() -> Thread:
     """An expense_approval thread whose approval node failed: request_approval reads
     ``decisions[0]``, and the answer has none."""
-    thread = engine.create_thread("expense_approval", thread_id="failed")
+    thread = engine.create_thread("expense_approval", name="failed")
     graph = get_graph("expense_approval")
     graph.invoke(CLAIM, engine.config_for(thread))
     with pytest.raises(IndexError):

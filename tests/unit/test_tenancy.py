@@ -121,7 +121,7 @@ def test_a_member_of_two_tenants_switches_between_them(globex):
     from durable.models import Membership
 
     Membership.objects.create(user=ann, tenant=globex, role=Role.VIEWER)
-    engine.create_thread("expense_approval", thread_id="in-globex", tenant=globex)
+    engine.create_thread("expense_approval", name="in-globex", tenant=globex)
     ann_client = logged_in(ann)
     first = ann_client.get(reverse("threads")).content.decode()
     assert "in-default" in first and "in-globex" not in first
@@ -137,7 +137,7 @@ def test_a_member_of_two_tenants_switches_between_them(globex):
 def test_a_staff_auditor_reads_every_tenant_and_changes_nothing(globex):
     from django.contrib.auth.models import Permission
 
-    theirs = engine.create_thread("expense_approval", thread_id="globex-thread", tenant=globex)
+    theirs = engine.create_thread("expense_approval", name="globex-thread", tenant=globex)
     auditor = member("audrey", role=Role.VIEWER)
     auditor.user_permissions.add(Permission.objects.get(codename="audit_all_tenants"))
     audrey = logged_in(auditor)
@@ -366,7 +366,7 @@ def test_a_tenant_admin_manages_only_their_tenants_rows_in_the_django_admin(glob
     from durable.persistence.store import DjangoStore, ScopedStore
 
     ours = at_interrupt()  # the default tenant's
-    theirs = engine.create_thread("expense_approval", thread_id="globex-1", tenant=globex)
+    theirs = engine.create_thread("expense_approval", name="globex-1", tenant=globex)
     ScopedStore(DjangoStore(), ("default",)).put(("users",), "1", {"secret": "default's"})
     ScopedStore(DjangoStore(), ("globex",)).put(("users",), "1", {"secret": "globex's"})
     create_token(Tenant.default(), "default-token")

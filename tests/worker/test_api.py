@@ -443,12 +443,10 @@ def arranged(web, api_key):
 
     graph = get_graph("expense_approval")
     t1 = {
-        "configurable": {
-            "thread_id": engine.create_thread("expense_approval", thread_id="t1").thread_id
-        }
+        "configurable": {"thread_id": engine.create_thread("expense_approval", name="t1").thread_id}
     }
     graph.invoke(EXPENSE, t1)
-    engine.create_thread(None, thread_id="bare")
+    engine.create_thread(None, name="bare")
     graph.invoke(EXPENSE, {"configurable": {"thread_id": "elsewhere"}})
     foreign = graph.get_state({"configurable": {"thread_id": "elsewhere"}}).config
     latest = graph.get_state(t1).config
@@ -649,7 +647,7 @@ def test_answers_must_match_the_interrupts_response_schema(arranged):
     from durable.graphs import get_graph
 
     graph = get_graph("parallel_review")
-    review = engine.create_thread("parallel_review", thread_id="review")
+    review = engine.create_thread("parallel_review", name="review")
     config = {"configurable": {"thread_id": review.thread_id}}
     graph.invoke({"document": "contract"}, config)
     legal, finance = (i.id for i in graph.get_state(config).interrupts)
