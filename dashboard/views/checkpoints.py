@@ -17,8 +17,7 @@ from dashboard.forms import DiffForm, JsonForm, NamespaceForm, PictureForm, form
 from dashboard.http import render_page
 from dashboard.present import checkpoint, diffs, graph, values
 from dashboard.present.links import json_url, query_params
-from durable import engine, history
-from durable.api import shapes
+from durable import engine, history, snapshots
 from durable.values import jsonable
 
 
@@ -76,8 +75,9 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
 @require_GET
 def checkpoint_json(request, pk: int, checkpoint_id: str):
     """``/threads/<pk>/checkpoints/<id>/json/?ns=&key=``: the whole checkpoint as JSON
-    (values, next, tasks with their errors and interrupts, pending writes, metadata,
-    config), or with ``key`` one state value: what pages show cut
+    (``durable.snapshots.checkpoint_download``: the thread's ids, values, next, tasks
+    with their errors and interrupts, pending writes, metadata, config), or with ``key``
+    one state value: what pages show cut
     (``dashboard.present.values.shown``), whole. 404 for a key the state does not have."""
     thread = access.thread_or_404(request, pk)
     form = JsonForm(request.GET)
@@ -89,27 +89,11 @@ def checkpoint_json(request, pk: int, checkpoint_id: str):
         values = snapshot.values if isinstance(snapshot.values, dict) else {}
         if key not in values:
             raise Http404(f"The state has no key {key!r}.")
-        body = values[key]
+        body = jsonable(values[key])
     else:
         writes = engine.pending_writes(thread, checkpoint_id, checkpoint_ns=ns)
-        body = {
-            "thread_id": thread.thread_id,
-            "checkpoint_ns": ns,
-            "checkpoint_id": checkpoint_id,
-            "values": snapshot.values,
-            "next": list(snapshot.next),
-            "tasks": [shapes.task_json(t, thread, subgraph=False) for t in snapshot.tasks],
-            "pending_writes": [
-                {"task_id": task_id, "channel": channel, "value": value}
-                for task_id, channel, value in writes
-            ],
-            "metadata": snapshot.metadata,
-            "config": snapshot.config,
-            "parent_config": snapshot.parent_config,
-        }
-    return JsonResponse(
-        jsonable(body), safe=False, json_dumps_params={"indent": 2, "ensure_ascii": False}
-    )
+        body = snapshots.checkpoint_download(snapshot, thread, checkpoint_id, ns, writes)
+    return JsonResponse(body, safe=False, json_dumps_params={"indent": 2, "ensure_ascii": False})
 
 
 # -- the diff -----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """What the API answers, as the Agent Server's JSON: a thread, a run, a state (with its
-checkpoints, tasks and interrupts), an assistant and a store item. The console's
-checkpoint download shapes its tasks here too (``task_json(..., subgraph=False)``).
+checkpoints, tasks and interrupts), an assistant and a store item. A state and its parts
+are shaped in ``durable.snapshots``, which the console's checkpoint download shares;
+they are named here too, as the routers use them.
 
 Values pass through ``durable.values.jsonable``: whatever the graph's state holds comes
 out JSON-safe, the checkpoint itself untouched."""
@@ -8,71 +9,25 @@ out JSON-safe, the checkpoint itself untouched."""
 from __future__ import annotations
 
 from django.utils import timezone
-from langgraph.types import StateSnapshot
 
 from durable import engine
 from durable.models import Run, Thread
+from durable.snapshots import checkpoint_json, interrupt_json, state_json
 from durable.values import jsonable
+
+__all__ = [
+    "checkpoint_json",
+    "interrupt_json",
+    "state_json",
+    "thread_json",
+    "run_json",
+    "assistant_json",
+    "item_json",
+]
 
 # When the registered graphs were read, which is when this process loaded the API: an
 # assistant's created_at and updated_at (graphs are registered in code, not stored).
 REGISTERED_AT = timezone.now()
-
-
-def checkpoint_json(config: dict | None, thread: Thread) -> dict | None:
-    """A checkpoint's config as the Agent Server's ``Checkpoint``, naming the thread by
-    its ``name``; ``None`` for no config."""
-    if not config:
-        return None
-    c = config["configurable"]
-    return {
-        "thread_id": thread.name,
-        "checkpoint_ns": c.get("checkpoint_ns", ""),
-        "checkpoint_id": c.get("checkpoint_id"),
-        "checkpoint_map": c.get("checkpoint_map"),
-    }
-
-
-def interrupt_json(item) -> dict:
-    """A LangGraph ``Interrupt``: ``{"value", "id"}``."""
-    return {"value": jsonable(item.value), "id": item.id}
-
-
-def task_json(task, thread: Thread, *, subgraph: bool = True) -> dict:
-    """A ``PregelTask`` as the Agent Server's ``ThreadTask``: ``id``, ``name``, ``error``
-    (an exception as ``Type(message)``; the saver gives back stored errors as text),
-    ``interrupts``, ``checkpoint`` (a subgraph's, when the task runs one), ``state`` (the
-    subgraph's state, when read with ``subgraphs``) and ``result``. ``subgraph=False``
-    leaves out ``checkpoint`` and ``state``."""
-    error = task.error
-    if isinstance(error, BaseException):
-        error = f"{type(error).__name__}({error})"
-    found = {
-        "id": task.id,
-        "name": task.name,
-        "error": jsonable(error) if error is not None else None,
-        "interrupts": [interrupt_json(i) for i in task.interrupts],
-    }
-    if subgraph:
-        nested = task.state
-        found["checkpoint"] = checkpoint_json(nested, thread) if isinstance(nested, dict) else None
-        found["state"] = state_json(nested, thread) if isinstance(nested, StateSnapshot) else None
-    found["result"] = jsonable(task.result) if task.result is not None else None
-    return found
-
-
-def state_json(snapshot: StateSnapshot, thread: Thread) -> dict:
-    """A ``StateSnapshot`` of ``thread`` as the Agent Server's ``ThreadState``."""
-    return {
-        "values": jsonable(snapshot.values),
-        "next": list(snapshot.next),
-        "checkpoint": checkpoint_json(snapshot.config, thread),
-        "metadata": jsonable(snapshot.metadata),
-        "created_at": snapshot.created_at,
-        "parent_checkpoint": checkpoint_json(snapshot.parent_config, thread),
-        "tasks": [task_json(t, thread) for t in snapshot.tasks],
-        "interrupts": [interrupt_json(i) for i in snapshot.interrupts],
-    }
 
 
 def thread_json(thread: Thread) -> dict:

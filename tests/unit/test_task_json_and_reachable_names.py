@@ -1,5 +1,5 @@
 """The API and the console shape a checkpoint's tasks with one function
-(``durable.api.shapes.task_json``), so the console's JSON download and the API's
+(``durable.snapshots.task_json``), so the console's JSON download and the API's
 ``ThreadState`` say the same of a failed task; and a thread name no URL can reach is
 refused with one message, whether a thread or a run would create it."""
 
@@ -39,6 +39,7 @@ def test_the_console_and_the_api_shape_a_failed_task_alike(client, api_key):
     url = reverse("checkpoint-json", args=[thread.pk, checkpoint_id])
     download = json.loads(client.get(url).content)
 
+    assert (download["thread_id"], download["name"]) == (thread.thread_id, "failed")
     (api_task,) = state["tasks"]
     (console_task,) = download["tasks"]
     assert api_task["name"] == "request_approval"
