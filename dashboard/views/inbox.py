@@ -9,9 +9,6 @@ entry alone (a deep link, and where a refused answer is shown with its errors).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
 from django.core.paginator import Paginator
 from django.db.models import Count, Min
 from django.shortcuts import render
@@ -21,40 +18,21 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard import access
 from dashboard.forms import CloseForm, GraphForm, ResumeForm, refusal
 from dashboard.http import see_other
-from dashboard.present.links import json_url
+from dashboard.present.inbox import Entry, entry_at
 from durable import engine
 from durable.models import Thread
 
 THREADS_PER_PAGE = 10
 
 
-@dataclass
-class Entry:
-    """One interrupted thread in the inbox: its ``pending`` interrupts, the
-    ``checkpoint_id`` they wait on, since when (``since``), and its answer ``form``."""
-
-    thread: Thread
-    pending: list
-    checkpoint_id: str
-    since: datetime | None
-    form: ResumeForm
-    close_form: CloseForm
-    json_url: str = ""
-
-
-def _entry(thread: Thread, form: ResumeForm | None = None, close_form=None) -> Entry:
-    state = engine.thread_state(thread)
-    pending = list(state.interrupts)
-    checkpoint_id = state.config["configurable"].get("checkpoint_id", "")
-    return Entry(
-        thread=thread,
-        pending=pending,
-        checkpoint_id=checkpoint_id,
-        since=datetime.fromisoformat(state.created_at) if state.created_at else None,
-        form=form or ResumeForm(pending),
-        close_form=close_form or CloseForm(initial={"checkpoint_id": checkpoint_id}),
-        json_url=json_url(thread, checkpoint_id) if checkpoint_id else "",
-    )
+def _entry(thread: Thread, answer=None, close_form: CloseForm | None = None) -> Entry:
+    """``thread``'s entry at its latest state, with its forms: the answer form bound to
+    ``answer`` (posted data) or unbound, and ``close_form`` or one for the checkpoint the
+    entry shows."""
+    shown = entry_at(thread, engine.thread_state(thread))
+    shown.form = ResumeForm(shown.pending, answer)
+    shown.close_form = close_form or CloseForm(initial={"checkpoint_id": shown.checkpoint_id})
+    return shown
 
 
 @require_GET
@@ -113,22 +91,20 @@ def _render_one(request, entry: Entry, status: int = 200):
 def answer(request, pk: int):
     """Answer every pending interrupt of thread ``pk`` (``ResumeForm``): a resume
     run, then 303 to that run's page. Refused (400, the form with its errors, nothing
-    changed): an answer that does not validate, nothing pending, a busy thread."""
+    changed): an answer that does not validate, or what ``durable.engine.resume``
+    refuses (nothing pending, a busy thread)."""
     thread = access.thread_or_404(request, pk)
     access.require_operator(request)
-    entry = _entry(thread)
-    form = ResumeForm(entry.pending, request.POST)
-    entry.form = form
-    if not entry.pending:
-        form.add_error(None, f"Thread {thread.name!r} has no pending interrupt to answer.")
-    elif form.is_valid():
+    shown = _entry(thread, request.POST)
+    form = shown.form
+    if form.is_valid():
         try:
             run = engine.resume(thread, **form.resume_args, requested_by=request.user)
         except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:
             return see_other(reverse("run", args=[run.pk]))
-    return _render_one(request, entry, status=400)
+    return _render_one(request, shown, status=400)
 
 
 @require_POST
@@ -136,26 +112,21 @@ def close(request, pk: int):
     """Close thread ``pk`` without resuming (``durable.engine.close``): its next tasks,
     and so its interrupts, are cleared; 303 to the thread. The reason stays on the new
     checkpoint's metadata and in the audit trail. Refused (400, nothing changed): no
-    reason, or a thread that moved on since the operator saw it (``checkpoint_id`` is no
-    longer its latest)."""
+    reason, or what ``durable.engine.close`` refuses (a thread that moved on since the
+    operator saw it, nothing pending at ``checkpoint_id``)."""
     thread = access.thread_or_404(request, pk)
     access.require_operator(request)
-    entry = _entry(thread)
     form = CloseForm(request.POST)
-    entry.close_form = form
     if form.is_valid():
-        seen = form.cleaned_data["checkpoint_id"]
-        if seen != entry.checkpoint_id or not entry.pending:
-            form.add_error(
-                None, "The thread has moved on since this page was loaded; look at it again."
+        try:
+            engine.close(
+                thread,
+                form.cleaned_data["checkpoint_id"],
+                requested_by=request.user,
+                reason=form.cleaned_data["reason"],
             )
+        except engine.InvalidRequest as exc:
+            form.add_error(None, refusal(exc, thread))
         else:
-            try:
-                engine.close(
-                    thread, seen, requested_by=request.user, reason=form.cleaned_data["reason"]
-                )
-            except engine.InvalidRequest as exc:
-                form.add_error(None, refusal(exc, thread))
-            else:
-                return see_other(reverse("thread", args=[thread.pk]))
-    return _render_one(request, entry, status=400)
+            return see_other(reverse("thread", args=[thread.pk]))
+    return _render_one(request, _entry(thread, close_form=form), status=400)

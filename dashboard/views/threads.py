@@ -7,7 +7,6 @@ The list reads only indexed columns: it pages by keyset on (updated_at, pk)
 
 from __future__ import annotations
 
-from django.db.models import Count
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -24,9 +23,10 @@ from dashboard.forms import (
 from dashboard.http import render_page, see_other
 from dashboard.paging import SORTS, keyset_page
 from dashboard.present.links import json_url
+from dashboard.present.threads import status_tabs
 from dashboard.present.tree import tree_context
 from durable import engine, history
-from durable.models import Run, Thread
+from durable.models import Run
 
 THREADS_PER_PAGE = 50
 
@@ -95,33 +95,10 @@ def _threads_context(request) -> dict:
         "filter": filterset,
         "filter_errors": [],
         "page": page,
-        "status_tabs": _status_tabs(request, filterset),
+        "status_tabs": status_tabs(filterset, request.GET),
         "sorts": SORTS.items(),
         "meta_values": request.GET.getlist("meta"),
     }
-
-
-def _status_tabs(request, filterset) -> list[dict]:
-    """One tab per status with its count among the threads the other filters keep."""
-    counts = dict(filterset.without("status").values_list("status").annotate(n=Count("pk")))
-    chosen = filterset.form.cleaned_data.get("status") or ""
-    tabs = [{"value": "", "label": "all", "count": sum(counts.values()), "current": not chosen}]
-    for value, label in Thread.Status.choices:
-        count = counts.get(value, 0)
-        tabs.append({"value": value, "label": label, "count": count, "current": chosen == value})
-    for tab in tabs:
-        tab["query"] = _query(request, status=tab["value"] or None, after=None, before=None)
-    return tabs
-
-
-def _query(request, **changes) -> str:
-    """The request's query string with ``changes`` (``None`` removes a parameter)."""
-    params = request.GET.copy()
-    for key, value in changes.items():
-        params.pop(key, None)
-        if value is not None:
-            params[key] = value
-    return "?" + params.urlencode() if params else "?"
 
 
 @require_GET
@@ -136,9 +113,7 @@ def resume_thread(request, pk: int):
     access.require_operator(request)
     pending = engine.pending_interrupts(thread)
     form = ResumeForm(pending, request.POST)
-    if not pending:
-        form.add_error(None, f"Thread {thread.name!r} has no pending interrupt to resume.")
-    elif form.is_valid():
+    if form.is_valid():
         try:
             engine.resume(thread, **form.resume_args, requested_by=request.user)
         except engine.InvalidRequest as exc:

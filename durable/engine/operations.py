@@ -236,9 +236,16 @@ def close(
     as ``"__end__"`` with no values, which clears its next tasks and so its pending
     interrupts; the thread is ``idle`` after. ``reason`` is kept on the new checkpoint's
     metadata and in the audit trail (action ``close``). Raises
-    ``InvalidRequest("checkpoint_id")`` when ``checkpoint_id`` is no longer the thread's
-    newest checkpoint (it moved on since the caller looked), and the errors of ``fork``."""
+    ``InvalidRequest("checkpoint_id")`` when no interrupt is pending at ``checkpoint_id``
+    (there is nothing to close) or it is no longer the thread's newest checkpoint (it
+    moved on since the caller looked), and the errors of ``fork``."""
     options = run_options({"reason": reason} if reason else None, "async", "reject", requested_by)
+    if not graph_of(thread).get_state(checkpoint_config(thread, checkpoint_id)).interrupts:
+        raise InvalidRequest(
+            "checkpoint_id",
+            f"Thread {thread.name!r} has no pending interrupt to close at checkpoint "
+            f"{checkpoint_id!r}.",
+        )
     return _fork(thread, checkpoint_id, None, END, False, options, newest=True)
 
 

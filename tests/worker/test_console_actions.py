@@ -286,7 +286,7 @@ def test_answering_a_thread_with_nothing_pending_is_refused(client):
     before = everything()
     response = client.post(reverse("inbox-answer", args=[thread.pk]), {})
     assert response.status_code == 400
-    assert "has no pending interrupt to answer" in response.content.decode()
+    assert "has no pending interrupt to resume" in response.content.decode()
     assert everything() == before
 
 
@@ -296,7 +296,7 @@ def test_closing_without_resuming_needs_a_reason_and_the_checkpoint_the_operator
     before = everything()
     for data, message in (
         ({"checkpoint_id": head(thread), "reason": ""}, "Say why the thread is closed"),
-        ({"checkpoint_id": "0" * 30, "reason": "dup"}, "The thread has moved on"),
+        ({"checkpoint_id": "0" * 30, "reason": "dup"}, "has no checkpoint"),
     ):
         response = client.post(url, data)
         assert response.status_code == 400
