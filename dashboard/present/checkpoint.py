@@ -1,6 +1,7 @@
-"""One checkpoint as the inspector and the diff page show it: its tasks with their
-errors, interrupts and subgraphs, its pending writes, and the links to its parent and
-children. Values come highlighted (``dashboard.present.values``)."""
+"""One checkpoint as the inspector, the diff and the fork pages show it: its tasks with
+their errors, interrupts and subgraphs, its pending writes, the node(s) that wrote it,
+and the links to its parent and children. Values come highlighted
+(``dashboard.present.values``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from django.urls import reverse
 
 from dashboard.present import values
 from dashboard.present.links import checkpoint_url, json_url, query_params
-from durable import history
+from durable import engine, history
 
 
 def tasks(thread, snapshot, ns: str) -> list[dict]:
@@ -52,6 +53,17 @@ def writes(snapshot, pending_writes) -> list[dict]:
         }
         for task_id, channel, value in pending_writes
     ]
+
+
+def writers(thread, snapshot) -> list[str]:
+    """The node(s) that wrote ``snapshot``'s checkpoint: the names of the tasks of its
+    parent checkpoint, read through ``durable.engine`` (none for the thread's first
+    checkpoint)."""
+    parent = snapshot.parent_config
+    if not parent:
+        return []
+    parent_state = engine.state_at(thread, parent["configurable"]["checkpoint_id"])
+    return [task.name for task in parent_state.tasks]
 
 
 def parent_url(thread, snapshot, ns: str) -> str:

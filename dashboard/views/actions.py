@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods
 from dashboard import access
 from dashboard.forms import ForkForm, ReplayForm, refusal
 from dashboard.http import see_other
+from dashboard.present import checkpoint, graph
 from durable import engine
 from durable.values import jsonable
 
@@ -37,16 +38,6 @@ def _at_checkpoint(request, pk: int, checkpoint_id: str):
         return thread, None, render(request, "dashboard/action_error.html", context, status=404)
 
 
-def _writers(thread, snapshot) -> list[str]:
-    """The node(s) that wrote ``snapshot``'s checkpoint: the names of the tasks of its
-    parent checkpoint (none for the thread's first checkpoint)."""
-    parent = snapshot.parent_config
-    if not parent:
-        return []
-    parent_state = engine.state_at(thread, parent["configurable"]["checkpoint_id"])
-    return [task.name for task in parent_state.tasks]
-
-
 @require_http_methods(["GET", "POST"])
 def fork(request, pk: int, checkpoint_id: str):
     """Fork thread ``pk`` at ``checkpoint_id`` (``ForkForm``): ``durable.engine.fork``
@@ -59,7 +50,7 @@ def fork(request, pk: int, checkpoint_id: str):
     if error_page:
         return error_page
     shape = engine.graph_shape(thread)
-    wrote = _writers(thread, snapshot)
+    wrote = checkpoint.writers(thread, snapshot)
     current = jsonable(snapshot.values)
     form = ForkForm(shape, current, wrote, _posted(request))
     if request.method == "POST" and form.is_valid():
@@ -85,14 +76,10 @@ def fork(request, pk: int, checkpoint_id: str):
         "checkpoint_id": checkpoint_id,
         "form": form,
         "writers": wrote,
-        "next_after": {node: _successors(shape, node) for node in shape.nodes},
+        "next_after": graph.next_after(shape),
     }
     status = 400 if form.is_bound else 200
     return render(request, "dashboard/fork.html", context, status=status)
-
-
-def _successors(shape: engine.GraphShape, node: str) -> list[str]:
-    return sorted({target for source, target in shape.edges if source == node})
 
 
 @require_http_methods(["GET", "POST"])
