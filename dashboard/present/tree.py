@@ -2,8 +2,8 @@
 its links) and each row's HTML, the SVG node and the <li> beside it.
 
 The HTML is built in Python, not in the template: a tree page has 100 rows, and as
-template code each row took about 1.5 ms (a thousand variable lookups a page), most of
-the page's time. ``format_html`` escapes every value. The lanes themselves are laid out
+template code they were most of the page's time (``benchmarks/NOTES.md``).
+``format_html`` escapes every value. The lanes themselves are laid out
 by ``dashboard.present.lanes``.
 """
 
