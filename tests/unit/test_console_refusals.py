@@ -1,20 +1,30 @@
 """The console shows what ``durable.engine`` refuses in the engine's own words: closing a
-thread that moved on, or one with nothing pending, and answering nothing; and the
-download of a checkpoint names the thread both ways. Threads are run to their interrupt
+thread that moved on, or one with nothing pending. The download of a checkpoint is shaped
+below both surfaces (``durable.snapshots``), so no console module but the URL conf
+imports the API, and it names the thread both ways. Threads are run to their interrupt
 in this process (``at_interrupt``)."""
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
+import dashboard
 from durable import engine
 from durable.graphs import get_graph
 from tests.helpers.threads import EXPENSE, at_interrupt, everything, head
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _close(client, thread, checkpoint_id):
+    return client.post(
+        reverse("inbox-close", args=[thread.pk]), {"checkpoint_id": checkpoint_id, "reason": "dup"}
+    )
 
 
 def test_closing_from_a_checkpoint_the_thread_has_moved_on_from_is_refused(client):
@@ -23,12 +33,14 @@ def test_closing_from_a_checkpoint_the_thread_has_moved_on_from_is_refused(clien
     engine.fork(thread, seen, None, as_node="__end__")  # someone else closed it meanwhile
     before = everything()
 
-    response = client.post(
-        reverse("inbox-close", args=[thread.pk]), {"checkpoint_id": seen, "reason": "dup"}
-    )
+    response = _close(client, thread, seen)
 
     assert response.status_code == 400
-    assert f"has moved on since checkpoint {seen!r}" in response.content.decode()
+    assert "Nothing is pending on this thread any more." in response.content.decode()
+    with pytest.raises(engine.InvalidRequest) as refused:
+        engine.close(thread, seen, reason="dup")
+    assert refused.value.field == "checkpoint_id"
+    assert f"has moved on since checkpoint {seen!r}" in refused.value.message
     assert everything() == before
 
 
@@ -38,16 +50,14 @@ def test_closing_a_thread_with_nothing_pending_is_refused_by_the_engine(client):
     newest = head(thread)
     before = everything()
 
-    response = client.post(
-        reverse("inbox-close", args=[thread.pk]), {"checkpoint_id": newest, "reason": "dup"}
-    )
+    response = _close(client, thread, newest)
 
     assert response.status_code == 400
-    assert "has no pending interrupt to close" in response.content.decode()
-    assert everything() == before
+    assert "Nothing is pending on this thread any more." in response.content.decode()
     with pytest.raises(engine.InvalidRequest) as refused:
         engine.close(thread, newest, reason="dup")
     assert refused.value.field == "checkpoint_id"
+    assert "has no pending interrupt to close" in refused.value.message
     assert everything() == before
 
 
@@ -75,3 +85,16 @@ def test_the_checkpoint_download_names_the_thread_by_its_id_and_its_name(client)
         "config",
         "parent_config",
     ]
+
+
+def test_no_console_module_but_the_url_conf_imports_the_api():
+    root = Path(dashboard.__file__).parent
+    importing = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if any(n == "durable.api" or n.startswith("durable.api.") for n in names):
+                importing.append(str(path.relative_to(root)))
+    assert sorted(set(importing)) == ["urls.py"]
