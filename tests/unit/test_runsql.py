@@ -84,7 +84,7 @@ def test_the_outcome_ends_the_run_writes_its_last_events_and_settles_the_thread(
 
 def test_a_stale_attempt_changes_nothing(thread):
     run, _ = runsql.claim(pending(thread).pk, "w1", LEASE)
-    stale = Run(pk=run.pk, thread_id=thread.pk, attempt=run.attempt - 1)
+    stale = Run(pk=run.pk, thread=thread, attempt=run.attempt - 1)
     assert not runsql.insert_events(stale, [event("a")])
     done = {"interrupts": []}
     assert runsql.finish(stale, "success", done, [event("b")], thread_status="idle") == "lost"
