@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from durable import engine
-from durable.engine import records as runsql
+from durable.engine import records
 from durable.models import (
     Checkpoint,
     CheckpointBlob,
@@ -94,13 +94,13 @@ def test_only_the_attempt_that_holds_a_run_writes_its_events(worker, tmp_path):
     holder = Run.objects.get(pk=run.pk)
     stale = Run(pk=run.pk, thread=run.thread, attempt=holder.attempt - 1)
 
-    def event(text: str) -> runsql.Event:
-        return runsql.Event("custom", "", json.dumps({"text": text}), timezone.now())
+    def event(text: str) -> records.Event:
+        return records.Event("custom", "", json.dumps({"text": text}), timezone.now())
 
-    assert not runsql.insert_events(stale, [event("stale")])
+    assert not records.insert_events(stale, [event("stale")])
     # Another writer (a cancel's event, say) numbers its event between two batches.
     RunEvent.objects.append(run.pk, "custom", {"text": "between"})
-    assert runsql.insert_events(holder, [event("first"), event("second")])
+    assert records.insert_events(holder, [event("first"), event("second")])
     release(tmp_path)
     found = events(finished(run))
 
