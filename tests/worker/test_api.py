@@ -1,5 +1,6 @@
 """The HTTP API through the official ``langgraph-sdk`` client, against the console served
-by uvicorn (``web``) with a real Celery worker."""
+by uvicorn (``web``) with a real Celery worker (its refusals, which need no worker:
+``tests/server/test_api_refusals.py``)."""
 
 from __future__ import annotations
 
