@@ -339,7 +339,7 @@ def test_reject_refuses_a_second_run_and_forks_wait_for_the_active_one(worker, t
     at = engine.thread_history(thread)[-1].config["configurable"]["checkpoint_id"]
     before = everything(running=first)
     for field, request in [
-        ("thread", lambda: probe(tmp_path, thread_id=thread.thread_id)),
+        ("thread", lambda: probe(tmp_path, name=thread.name)),
         ("thread", lambda: engine.replay(thread, at)),
         # A fork would become the thread's newest checkpoint, where the run would go on
         # from if its worker died.
@@ -353,7 +353,7 @@ def test_reject_refuses_a_second_run_and_forks_wait_for_the_active_one(worker, t
         assert refused.value.field == field, refused.value.message
         assert everything(running=first) == before
     with pytest.raises(engine.InvalidRequest, match="pass multitask_strategy enqueue"):
-        probe(tmp_path, thread_id=thread.thread_id)
+        probe(tmp_path, name=thread.name)
     release(tmp_path)
     assert finished(first).status == Run.Status.SUCCESS
 
@@ -361,9 +361,9 @@ def test_reject_refuses_a_second_run_and_forks_wait_for_the_active_one(worker, t
 def test_enqueue_runs_the_second_run_after_the_first(worker, tmp_path):
     first = probe(tmp_path)
     slow_started(first, tmp_path)
-    thread_id = Thread.objects.get(pk=first.thread_pk).thread_id
+    name = Thread.objects.get(pk=first.thread_pk).name
 
-    second = probe(tmp_path, thread_id=thread_id, multitask_strategy="enqueue")
+    second = probe(tmp_path, name=name, multitask_strategy="enqueue")
 
     assert Run.objects.get(pk=second.pk).status == Run.Status.PENDING  # first still holds
     release(tmp_path)
@@ -377,9 +377,9 @@ def test_interrupt_stops_the_active_run_at_its_super_step_and_keeps_its_progress
     first = probe(tmp_path)
     slow_started(first, tmp_path)
     thread = Thread.objects.get(pk=first.thread_pk)
-    queued = probe(tmp_path, thread_id=thread.thread_id, multitask_strategy="enqueue")
+    queued = probe(tmp_path, name=thread.name, multitask_strategy="enqueue")
 
-    second = probe(tmp_path, thread_id=thread.thread_id, multitask_strategy="interrupt")
+    second = probe(tmp_path, name=thread.name, multitask_strategy="interrupt")
 
     # The queued run never started: it ends at once.
     queued.refresh_from_db()
@@ -400,7 +400,7 @@ def test_rollback_deletes_the_active_run_and_its_checkpoints(worker, tmp_path):
     slow_started(first, tmp_path)
     thread = Thread.objects.get(pk=first.thread_pk)
 
-    second = probe(tmp_path, thread_id=thread.thread_id, multitask_strategy="rollback")
+    second = probe(tmp_path, name=thread.name, multitask_strategy="rollback")
     draining(first, "rollback")
     release(tmp_path)
 
@@ -420,8 +420,8 @@ def test_rollback_deletes_the_active_run_and_its_checkpoints(worker, tmp_path):
 def test_cancelling_a_pending_run_means_it_never_runs(worker, tmp_path):
     first = probe(tmp_path)
     slow_started(first, tmp_path)
-    thread_id = Thread.objects.get(pk=first.thread_pk).thread_id
-    queued = probe(tmp_path, thread_id=thread_id, multitask_strategy="enqueue")
+    name = Thread.objects.get(pk=first.thread_pk).name
+    queued = probe(tmp_path, name=name, multitask_strategy="enqueue")
 
     cancelled = engine.cancel(queued, requested_by="ops")
 
