@@ -3,10 +3,11 @@
 ``cookies``, ``api_key``, ``superuser``), the retention graphs. Plain helpers are in
 ``tests/helpers/``; browser fixtures in ``tests/browser/conftest.py``.
 
-Tests sit in folders that say what they need: ``unit/`` neither a worker nor a
-browser, ``worker/`` a real Celery worker process, ``browser/`` chromium. Marks follow
-from that (``pytest_collection_modifyitems``): ``browser`` for every test of
-``browser/``, ``worker`` for every test that uses the ``worker`` fixture.
+Tests sit in folders that say what they need: ``unit/`` no process of its own (no
+worker, web server or browser), ``server/`` the uvicorn ``web`` process but no worker,
+``worker/`` a real Celery worker process (and maybe ``web``), ``browser/`` chromium.
+Marks follow from that (``pytest_collection_modifyitems``): ``browser`` for every test
+of ``browser/``, ``worker`` for every test that uses the ``worker`` fixture.
 """
 
 from __future__ import annotations
@@ -37,9 +38,14 @@ TESTS = Path(__file__).resolve().parent
 settings.DURABLE_GRAPHS.update(GRAPHS)
 
 
+# What each folder promises its tests do without: the fixtures that start a process.
+WITHOUT = {"unit": ("worker", "web", "chromium"), "server": ("worker", "chromium")}
+HOME = {"worker": "tests/worker/", "web": "tests/server/", "chromium": "tests/browser/"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark each test for what it needs, and refuse a test in ``unit/`` that starts a
-    worker or a browser: the folder promises neither."""
+    """Mark each test for what it needs, and refuse a test that starts a process its
+    folder promises to do without (``WITHOUT``)."""
     for item in items:
         folder = item.path.relative_to(TESTS).parts[0]
         uses_worker = "worker" in item.fixturenames
@@ -47,10 +53,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
         if uses_worker:
             item.add_marker(pytest.mark.worker)
-        if folder == "unit" and (uses_worker or "chromium" in item.fixturenames):
+        started = [name for name in WITHOUT.get(folder, ()) if name in item.fixturenames]
+        if started:
             raise pytest.UsageError(
-                f"{item.nodeid} needs a worker or a browser: move it to tests/worker/ or "
-                "tests/browser/"
+                f"{item.nodeid} uses {', '.join(started)}, which tests/{folder}/ does "
+                f"without: move it to {HOME[started[0]]}"
             )
 
 
@@ -167,6 +174,14 @@ def superuser(db):
     user = get_user_model().objects.create_superuser("admin", password=PASSWORD)
     Membership.objects.create(user=user, tenant=Tenant.default(), role=Role.ADMIN)
     return user
+
+
+@pytest.fixture
+def globex(db):
+    """``globex``, a tenant besides the default one, with no member yet."""
+    from durable.models import Tenant
+
+    return Tenant.objects.create(slug="globex", name="Globex")
 
 
 @pytest.fixture

@@ -5,10 +5,11 @@ binary column shows its size, never its bytes."""
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.utils import timezone
 
 from durable.admin.scoping import ByCheckpointThread, ByNamespace, ReadOnly
-from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite, StoreItem
+from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite, StoreItem, Thread
 
 
 class NamespaceFilter(admin.SimpleListFilter):
@@ -33,13 +34,52 @@ def _size(data) -> str:
     return "—" if data is None else f"{len(data)} bytes"
 
 
+class _NamedThreadsChangeList(ChangeList):
+    """A page of checkpointer rows, each with ``_thread_name`` set (``None`` when its
+    thread is gone): the names of the page's threads in one query, not one a row."""
+
+    def get_results(self, request):
+        super().get_results(request)
+        rows = list(self.result_list)  # evaluates the page once; the template reuses it
+        uuids = {row.thread_id for row in rows}
+        names = dict(Thread.objects.filter(thread_id__in=uuids).values_list("thread_id", "name"))
+        for row in rows:
+            row._thread_name = names.get(row.thread_id)
+
+
+class ThreadName:
+    """A ``thread_name`` column beside the checkpointer's ``thread_id`` (LangGraph's id, a
+    UUID for a thread given a name): ``Thread.name``, the id the tenant knows the thread
+    by. The tables hold the UUID, not a foreign key, so names are looked up through
+    ``Thread.thread_id``: once a page on the list, once on a row's own page; "—" for a
+    row whose thread is gone."""
+
+    def get_changelist(self, request, **kwargs):
+        return _NamedThreadsChangeList
+
+    @admin.display(description="thread name")
+    def thread_name(self, obj):
+        if not hasattr(obj, "_thread_name"):
+            found = Thread.objects.filter(thread_id=obj.thread_id).values_list("name", flat=True)
+            obj._thread_name = found.first()
+        return obj._thread_name or "—"
+
+
 @admin.register(Checkpoint)
-class CheckpointAdmin(ByCheckpointThread, ReadOnly, admin.ModelAdmin):
-    list_display = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "step")
+class CheckpointAdmin(ThreadName, ByCheckpointThread, ReadOnly, admin.ModelAdmin):
+    list_display = (
+        "thread_id",
+        "thread_name",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "parent_checkpoint_id",
+        "step",
+    )
     list_filter = (NamespaceFilter,)
     search_fields = ("=thread_id", "=checkpoint_id")
     fields = (
         "thread_id",
+        "thread_name",
         "checkpoint_ns",
         "checkpoint_id",
         "parent_checkpoint_id",
@@ -61,11 +101,19 @@ class CheckpointAdmin(ByCheckpointThread, ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(CheckpointBlob)
-class CheckpointBlobAdmin(ByCheckpointThread, ReadOnly, admin.ModelAdmin):
-    list_display = ("thread_id", "checkpoint_ns", "channel", "version", "type", "size")
+class CheckpointBlobAdmin(ThreadName, ByCheckpointThread, ReadOnly, admin.ModelAdmin):
+    list_display = (
+        "thread_id",
+        "thread_name",
+        "checkpoint_ns",
+        "channel",
+        "version",
+        "type",
+        "size",
+    )
     list_filter = (NamespaceFilter,)
     search_fields = ("=thread_id", "=channel")
-    fields = ("thread_id", "checkpoint_ns", "channel", "version", "type", "size")
+    fields = ("thread_id", "thread_name", "checkpoint_ns", "channel", "version", "type", "size")
     readonly_fields = fields
     show_full_result_count = False
 
@@ -90,12 +138,21 @@ class SpecialWriteFilter(admin.SimpleListFilter):
 
 
 @admin.register(CheckpointWrite)
-class CheckpointWriteAdmin(ByCheckpointThread, ReadOnly, admin.ModelAdmin):
-    list_display = ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel")
+class CheckpointWriteAdmin(ThreadName, ByCheckpointThread, ReadOnly, admin.ModelAdmin):
+    list_display = (
+        "thread_id",
+        "thread_name",
+        "checkpoint_ns",
+        "checkpoint_id",
+        "task_id",
+        "idx",
+        "channel",
+    )
     list_filter = (NamespaceFilter, SpecialWriteFilter)
     search_fields = ("=thread_id", "=checkpoint_id", "=channel")
     fields = (
         "thread_id",
+        "thread_name",
         "checkpoint_ns",
         "checkpoint_id",
         "task_id",

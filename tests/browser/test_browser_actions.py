@@ -33,7 +33,7 @@ def interrupted(graph: str) -> Thread:
     """A thread of ``graph`` that the worker ran up to its interrupt(s)."""
     run = finished(engine.start(graph, INPUTS[graph]))
     assert run.status == Run.Status.INTERRUPTED
-    return Thread.objects.get(pk=run.thread_id)
+    return Thread.objects.get(pk=run.thread_pk)
 
 
 def follow_run(page, status: str) -> None:

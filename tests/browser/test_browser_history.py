@@ -31,7 +31,7 @@ def forked(worker):
     after the approval, and the fork's."""
     run = finished(engine.start("expense_approval", EXPENSE))
     assert run.status == Run.Status.INTERRUPTED
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     at_approval = history.tree_page(thread.thread_id).nodes[0].checkpoint_id
     approve = {"decisions": [{"type": "approve"}]}
     assert finished(engine.resume(thread, approve)).status == Run.Status.SUCCESS

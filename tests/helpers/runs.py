@@ -1,8 +1,11 @@
 """Runs that a worker process executes, and waits on what it does with them: their end
-(``finished``), the probe graph's first super-step (``probe``, ``slow_started``), a
-drain (``draining``), and the events a run wrote (``events``, ``lifecycle``)."""
+(``finished``; ``posted_run`` for the run a console page redirects to), the probe
+graph's first super-step (``probe``, ``slow_started``), a drain (``draining``), and the
+events a run wrote (``events``, ``lifecycle``)."""
 
 from __future__ import annotations
+
+import re
 
 from durable import engine
 from durable.models import CheckpointWrite, Run, RunEvent, Thread
@@ -17,6 +20,13 @@ def finished(run: Run, timeout: float = 60) -> Run:
         timeout=timeout,
         message=f"run {run.pk} to end",
     )
+
+
+def posted_run(response) -> Run:
+    """The run a 303 to its page names, once the worker has ended it."""
+    assert response.status_code == 303, response.content.decode()[:2000]
+    match = re.fullmatch(r"/runs/(\d+)/", response["Location"])
+    return finished(Run.objects.get(pk=int(match.group(1))))
 
 
 def events(run: Run) -> list[RunEvent]:

@@ -1,7 +1,7 @@
 """Threads made in the test process, without a worker: run up to their interrupt here
 (``at_interrupt``, ``big_claim_thread``) with the graph, saver and checkpoints a worker
 would write, or with a run written by hand (``made_run``); and what a refused request
-must leave as it was (``everything``)."""
+must leave as it was (``everything``; ``counts`` of threads, runs and checkpoints)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,11 @@ def made_run(status=Run.Status.RUNNING, **fields) -> Run:
     ):
         RunEvent.objects.append(run.pk, event, data)
     return run
+
+
+def counts() -> tuple[int, int, int]:
+    """How many threads, runs and checkpoints there are."""
+    return Thread.objects.count(), Run.objects.count(), Checkpoint.objects.count()
 
 
 def everything(running: Run | None = None) -> dict:

@@ -1,1 +1,1 @@
-"""Tests that need neither a worker process nor a browser (some start the web server)."""
+"""Tests that start no process of their own: no worker, no web server, no browser."""

@@ -11,8 +11,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres.base import BasePostgresSaver
 from langgraph.types import Command
 
+from durable import db
 from durable.models import Checkpoint, CheckpointBlob
-from durable.persistence.checkpoint import DjangoSaver
+from durable.persistence.checkpoint import DjangoSaver, statements
 from examples import expense_approval, parallel_review
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -239,11 +240,14 @@ def test_reading_a_checkpoint_reads_only_its_own_blobs():
     cp["channel_versions"] = {"a": "2", "b": "1"}
     second = saver.put(first, cp, {"source": "loop", "step": 1}, {"a": "2"})
     # The second checkpoint needs a@2 and b@1. A "channel IN (a, b) AND version IN (1, 2)"
-    # read would also fetch the bytes of a@1, which it does not need.
-    assert saver._blobs("blobs", "", {("a", "2"), ("b", "1")}).keys() == {
-        ("blobs", "", "a", "2"),
-        ("blobs", "", "b", "1"),
-    }
+    # read would also fetch the bytes of a@1, which it does not need. The saver reads a
+    # checkpoint's blobs with this one statement, on its channel_versions.
+    needed = set(saver.get_tuple(second).checkpoint["channel_versions"].items())
+    query = statements.blobs_and_writes("default", "blobs", "", needed, [])
+    with db.cursor("default") as cursor:
+        cursor.execute(*query)
+        read = {(channel, version) for _, channel, version, *_ in cursor.fetchall()}
+    assert read == needed == {("a", "2"), ("b", "1")}
     assert saver.get_tuple(second).checkpoint["channel_values"] == {
         "a": [big + "y"],
         "b": ["small"],

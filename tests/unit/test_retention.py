@@ -241,7 +241,7 @@ def test_delete_removes_old_threads_with_everything_and_spares_young_ones():
         assert event.detail["removed"] == sizes[thread.pk].as_dict()
         assert event.detail["strategy"] == "delete"
         assert "not updated for 30 days" in event.reason
-    assert not Run.objects.filter(thread_id=old[1].pk).exists()
+    assert not Run.objects.filter(thread=old[1]).exists()
     assert rows_of(young.thread_id) == young_rows
     assert orphans() == NO_ORPHANS
 

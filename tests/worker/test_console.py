@@ -27,7 +27,7 @@ def interrupted(graph: str = "expense_approval"):
     thread and the interrupt ids."""
     run = finished(engine.start(graph, INPUTS[graph]))
     assert run.status == Run.Status.INTERRUPTED
-    return Thread.objects.get(pk=run.thread_id), [i["id"] for i in run.interrupts]
+    return Thread.objects.get(pk=run.thread_pk), [i["id"] for i in run.interrupts]
 
 
 def counts() -> tuple[int, int, int]:
@@ -48,7 +48,7 @@ def test_starting_a_run_redirects_to_its_thread(client, worker):
     )
     assert response.status_code == 303
     run = Run.objects.get()
-    assert response["Location"] == reverse("thread", args=[run.thread_id])
+    assert response["Location"] == reverse("thread", args=[run.thread_pk])
     assert run.input == EXPENSE
     assert finished(run).status == Run.Status.INTERRUPTED
 

@@ -27,7 +27,7 @@ def finished_tasks(run: Run) -> list[tuple[str, str | None]]:
 
 
 def log_of(run: Run) -> list[str]:
-    return engine.thread_state(Thread.objects.get(pk=run.thread_id)).values["log"]
+    return engine.thread_state(Thread.objects.get(pk=run.thread_pk)).values["log"]
 
 
 def test_retries_timeout_and_compensation_are_events(worker):

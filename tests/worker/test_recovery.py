@@ -59,7 +59,7 @@ def test_a_killed_workers_run_is_recovered_by_a_worker_without_beat(own_workers,
     # The interrupted super-step went on: "fast" kept its saved write, "slow" ran again.
     assert (runs_of(tmp_path, "fast"), runs_of(tmp_path, "slow")) == (1, 2)
     assert runs_of(tmp_path, "after") == 1
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     assert sorted(engine.thread_state(thread).values["log"]) == ["after", "fast", "slow"]
     assert {
         "status": "pending",
@@ -123,7 +123,7 @@ def claims_held_back(directory: Path):
         # on_commit callbacks run in order: this one before the one that sends the task.
         transaction.on_commit(lock_before_dispatch)
         run = probe(directory)
-        row["thread"] = run.thread_id
+        row["thread"] = run.thread_pk
     try:
         yield run
     finally:

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from durable import engine
-from durable.engine import records as runsql
+from durable.engine import records
 from durable.models import (
     Checkpoint,
     CheckpointBlob,
@@ -32,7 +32,7 @@ REJECT = {"decisions": [{"type": "reject", "message": "Not this time"}]}
 def interrupted_expense() -> tuple[Thread, Run]:
     run = finished(engine.start("expense_approval", EXPENSE))
     assert run.status == Run.Status.INTERRUPTED
-    return Thread.objects.get(pk=run.thread_id), run
+    return Thread.objects.get(pk=run.thread_pk), run
 
 
 # -- lifecycle and events ----------------------------------------------------------------
@@ -92,15 +92,15 @@ def test_only_the_attempt_that_holds_a_run_writes_its_events(worker, tmp_path):
     run = probe(tmp_path)
     slow_started(run, tmp_path)
     holder = Run.objects.get(pk=run.pk)
-    stale = Run(pk=run.pk, thread_id=run.thread_id, attempt=holder.attempt - 1)
+    stale = Run(pk=run.pk, thread=run.thread, attempt=holder.attempt - 1)
 
-    def event(text: str) -> runsql.Event:
-        return runsql.Event("custom", "", json.dumps({"text": text}), timezone.now())
+    def event(text: str) -> records.Event:
+        return records.Event("custom", "", json.dumps({"text": text}), timezone.now())
 
-    assert not runsql.insert_events(stale, [event("stale")])
+    assert not records.insert_events(stale, [event("stale")])
     # Another writer (a cancel's event, say) numbers its event between two batches.
     RunEvent.objects.append(run.pk, "custom", {"text": "between"})
-    assert runsql.insert_events(holder, [event("first"), event("second")])
+    assert records.insert_events(holder, [event("first"), event("second")])
     release(tmp_path)
     found = events(finished(run))
 
@@ -114,7 +114,7 @@ def test_durability_is_chosen_per_run(worker, durability, checkpoints):
     run = finished(engine.start("expense_approval", EXPENSE, durability=durability))
     assert run.durability == durability
     assert run.status == Run.Status.INTERRUPTED
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     # "exit" saves only when the graph stops; "async" at every super-step.
     assert Checkpoint.objects.filter(thread_id=thread.thread_id).count() == checkpoints
 
@@ -175,7 +175,7 @@ def test_fork_without_a_run_only_writes_the_checkpoint(worker):
 def test_fork_after_parallel_nodes_needs_as_node(worker, tmp_path):
     release(tmp_path)
     run = finished(probe(tmp_path))
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     # The checkpoint after the super-step where "fast" and "slow" both wrote.
     [joined] = [s for s in engine.thread_history(thread) if s.next == ("after",)]
     at = joined.config["configurable"]["checkpoint_id"]
@@ -226,7 +226,7 @@ def test_answer_again_branches_at_the_interrupt_and_keeps_the_paid_branch(worker
 
 def test_answer_again_by_interrupt_id_with_parallel_interrupts(worker):
     run = finished(engine.start("parallel_review", {"document": "NDA"}))
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     ids = {i["value"]["reviewer"]: i["id"] for i in run.interrupts}
     approved = finished(
         engine.resume(thread, answers={i: {"approved": True} for i in ids.values()})
@@ -253,7 +253,7 @@ def test_answer_again_by_interrupt_id_with_parallel_interrupts(worker):
 def test_interrupts_inside_subgraphs_stop_the_run_and_are_answered_by_id(worker):
     run = finished(engine.start("nested", {"answers": []}))
     assert run.status == Run.Status.INTERRUPTED
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     # The run's interrupts are those waiting on the thread, in the same order.
     assert [i["id"] for i in run.interrupts] == [i.id for i in engine.pending_interrupts(thread)]
     asked = {i["value"]["question"]: i["id"] for i in run.interrupts}
@@ -335,11 +335,11 @@ def test_resume_with_nothing_pending_is_refused(worker):
 def test_reject_refuses_a_second_run_and_forks_wait_for_the_active_one(worker, tmp_path):
     first = probe(tmp_path)
     slow_started(first, tmp_path)
-    thread = Thread.objects.get(pk=first.thread_id)
+    thread = Thread.objects.get(pk=first.thread_pk)
     at = engine.thread_history(thread)[-1].config["configurable"]["checkpoint_id"]
     before = everything(running=first)
     for field, request in [
-        ("thread", lambda: probe(tmp_path, thread_id=thread.thread_id)),
+        ("thread", lambda: probe(tmp_path, name=thread.name)),
         ("thread", lambda: engine.replay(thread, at)),
         # A fork would become the thread's newest checkpoint, where the run would go on
         # from if its worker died.
@@ -353,7 +353,7 @@ def test_reject_refuses_a_second_run_and_forks_wait_for_the_active_one(worker, t
         assert refused.value.field == field, refused.value.message
         assert everything(running=first) == before
     with pytest.raises(engine.InvalidRequest, match="pass multitask_strategy enqueue"):
-        probe(tmp_path, thread_id=thread.thread_id)
+        probe(tmp_path, name=thread.name)
     release(tmp_path)
     assert finished(first).status == Run.Status.SUCCESS
 
@@ -361,9 +361,9 @@ def test_reject_refuses_a_second_run_and_forks_wait_for_the_active_one(worker, t
 def test_enqueue_runs_the_second_run_after_the_first(worker, tmp_path):
     first = probe(tmp_path)
     slow_started(first, tmp_path)
-    thread_id = Thread.objects.get(pk=first.thread_id).thread_id
+    name = Thread.objects.get(pk=first.thread_pk).name
 
-    second = probe(tmp_path, thread_id=thread_id, multitask_strategy="enqueue")
+    second = probe(tmp_path, name=name, multitask_strategy="enqueue")
 
     assert Run.objects.get(pk=second.pk).status == Run.Status.PENDING  # first still holds
     release(tmp_path)
@@ -376,10 +376,10 @@ def test_enqueue_runs_the_second_run_after_the_first(worker, tmp_path):
 def test_interrupt_stops_the_active_run_at_its_super_step_and_keeps_its_progress(worker, tmp_path):
     first = probe(tmp_path)
     slow_started(first, tmp_path)
-    thread = Thread.objects.get(pk=first.thread_id)
-    queued = probe(tmp_path, thread_id=thread.thread_id, multitask_strategy="enqueue")
+    thread = Thread.objects.get(pk=first.thread_pk)
+    queued = probe(tmp_path, name=thread.name, multitask_strategy="enqueue")
 
-    second = probe(tmp_path, thread_id=thread.thread_id, multitask_strategy="interrupt")
+    second = probe(tmp_path, name=thread.name, multitask_strategy="interrupt")
 
     # The queued run never started: it ends at once.
     queued.refresh_from_db()
@@ -398,9 +398,9 @@ def test_interrupt_stops_the_active_run_at_its_super_step_and_keeps_its_progress
 def test_rollback_deletes_the_active_run_and_its_checkpoints(worker, tmp_path):
     first = probe(tmp_path)
     slow_started(first, tmp_path)
-    thread = Thread.objects.get(pk=first.thread_id)
+    thread = Thread.objects.get(pk=first.thread_pk)
 
-    second = probe(tmp_path, thread_id=thread.thread_id, multitask_strategy="rollback")
+    second = probe(tmp_path, name=thread.name, multitask_strategy="rollback")
     draining(first, "rollback")
     release(tmp_path)
 
@@ -420,8 +420,8 @@ def test_rollback_deletes_the_active_run_and_its_checkpoints(worker, tmp_path):
 def test_cancelling_a_pending_run_means_it_never_runs(worker, tmp_path):
     first = probe(tmp_path)
     slow_started(first, tmp_path)
-    thread_id = Thread.objects.get(pk=first.thread_id).thread_id
-    queued = probe(tmp_path, thread_id=thread_id, multitask_strategy="enqueue")
+    name = Thread.objects.get(pk=first.thread_pk).name
+    queued = probe(tmp_path, name=name, multitask_strategy="enqueue")
 
     cancelled = engine.cancel(queued, requested_by="ops")
 
@@ -446,7 +446,7 @@ def test_cancelling_a_running_run_stops_it_at_the_next_super_step(worker, tmp_pa
     run = finished(run)
     assert run.status == Run.Status.CANCELLED
     assert runs_of(tmp_path, "after") == 0
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     assert thread.status == Thread.Status.IDLE
     # Its super-step was kept: the thread goes on from there.
     latest = engine.thread_state(thread)
@@ -510,8 +510,8 @@ def test_delete_thread_leaves_no_checkpoint_write_blob_run_or_event(worker):
     assert not Thread.objects.filter(pk=thread.pk).exists()
     for model in (Checkpoint, CheckpointBlob, CheckpointWrite):
         assert not model.objects.filter(thread_id=thread.thread_id).exists()
-    assert not Run.objects.filter(thread_id=thread.pk).exists()
-    assert not RunEvent.objects.filter(run__thread_id=thread.pk).exists()
+    assert not Run.objects.filter(thread=thread).exists()
+    assert not RunEvent.objects.filter(run__thread=thread).exists()
     assert Checkpoint.objects.filter(thread_id=keep.thread_id).count() == 3
     assert kept["Thread"] - 1 == Thread.objects.count()
 
@@ -519,7 +519,7 @@ def test_delete_thread_leaves_no_checkpoint_write_blob_run_or_event(worker):
 def test_a_thread_with_a_running_run_is_not_deleted(worker, tmp_path):
     run = probe(tmp_path)
     slow_started(run, tmp_path)
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     with pytest.raises(engine.InvalidRequest) as refused:
         engine.delete_thread(thread)
     assert refused.value.field == "thread"

@@ -30,7 +30,7 @@ def test_expense_approval_interrupts_then_pays_after_approval(worker):
         "edit",
         "reject",
     ]
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     assert thread.status == Thread.Status.INTERRUPTED
     assert [i.id for i in engine.pending_interrupts(thread)] == [pending["id"]]
 
@@ -61,7 +61,7 @@ def test_expense_approval_interrupts_then_pays_after_approval(worker):
 
 def test_rejection_takes_the_reject_branch(worker):
     run = finished(engine.start("expense_approval", EXPENSE))
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     decision = {"type": "reject", "message": "Not a business expense"}
     finished(engine.resume(thread, {"decisions": [decision]}))
     values = engine.thread_state(thread).values
@@ -75,7 +75,7 @@ def test_parallel_reviews_are_answered_together_by_interrupt_id(worker):
     assert run.status == Run.Status.INTERRUPTED
     by_reviewer = {i["value"]["reviewer"]: i["id"] for i in run.interrupts}
     assert set(by_reviewer) == {"legal", "finance"}
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     # In the order the thread lists them (that of their tasks), whichever ended first.
     assert [i["id"] for i in run.interrupts] == [i.id for i in engine.pending_interrupts(thread)]
 
@@ -100,7 +100,7 @@ def test_parallel_reviews_are_answered_together_by_interrupt_id(worker):
 
 def test_a_failing_node_records_the_error_and_keeps_the_thread(worker):
     run = finished(engine.start("expense_approval", EXPENSE))
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     before = engine.thread_state(thread)
     # An answer the node cannot read: request_approval indexes decisions[0].
     failed = finished(engine.resume(thread, {"decisions": []}))
@@ -122,7 +122,7 @@ def test_a_failing_node_records_the_error_and_keeps_the_thread(worker):
 
 def test_unchanged_channels_are_not_copied_into_new_blobs(worker):
     run = finished(engine.start("expense_approval", EXPENSE))
-    thread = Thread.objects.get(pk=run.thread_id)
+    thread = Thread.objects.get(pk=run.thread_pk)
     finished(engine.resume(thread, {"decisions": [{"type": "approve"}]}))
     blobs = CheckpointBlob.objects.filter(thread_id=thread.thread_id)
     # One row per (channel, version): no channel has two rows at one version, and the
@@ -150,7 +150,7 @@ def test_runs_leave_no_database_connection_open(worker):
     try:
         for _ in range(3):
             run = finished(engine.start("expense_approval", EXPENSE))
-            thread = Thread.objects.get(pk=run.thread_id)
+            thread = Thread.objects.get(pk=run.thread_pk)
             finished(engine.resume(thread, {"decisions": [{"type": "approve"}]}))
     finally:
         stop.set()

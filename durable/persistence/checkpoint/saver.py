@@ -1,28 +1,5 @@
-"""``DjangoSaver``: a LangGraph checkpointer over the Django ORM, its public methods.
-
-Any graph compiles with it unchanged::
-
-    graph = builder.compile(checkpointer=DjangoSaver())
-    graph.invoke(inputs, {"configurable": {"thread_id": "t-1"}})
-
-Storage follows LangGraph's PostgresSaver (``langgraph/checkpoint/postgres``): the
-checkpoint dict goes in ``Checkpoint`` with primitive channel values inline, every other
-channel value goes in ``CheckpointBlob`` once per (channel, version) and only for the
-channels in ``new_versions``; task writes go in ``CheckpointWrite``. Values are encoded by
-``self.serde`` (LangGraph's ``JsonPlusSerializer`` by default); nothing is ever unpickled.
-The SQL is in ``statements``, row shaping in ``rows``, what pruning keeps in ``pruning``.
-
-Connections: LangGraph calls a sync saver from its own worker threads, and Django keeps
-one connection per thread. Every method leaves the calling thread's connection as it
-found it: a connection the call had to open is closed when the call ends (outside an
-atomic block), so a finished run leaves no connection behind.
-
-Because those threads use their own connections, a graph run inside the caller's
-``transaction.atomic()`` does not see, or roll back with, the caller's transaction; on
-SQLite, whose writers take a file lock, it waits for that transaction and fails with
-"database is locked". Run graphs outside atomic blocks (and without ``ATOMIC_REQUESTS``),
-as the Celery worker does.
-"""
+"""``DjangoSaver``: a LangGraph checkpointer over the Django ORM, its public methods. The
+SQL is in ``statements``, row shaping in ``rows``, what pruning keeps in ``pruning``."""
 
 from __future__ import annotations
 
@@ -75,7 +52,28 @@ __all__ = ["Counts", "DjangoSaver", "PrunePlan", "check_thread_id"]
 
 
 class DjangoSaver(BaseCheckpointSaver[str]):
-    """A ``BaseCheckpointSaver`` storing checkpoints in this project's ORM tables.
+    """A ``BaseCheckpointSaver`` storing checkpoints in this project's ORM tables. Any
+    graph compiles with it unchanged::
+
+        graph = builder.compile(checkpointer=DjangoSaver())
+        graph.invoke(inputs, {"configurable": {"thread_id": "t-1"}})
+
+    Storage follows LangGraph's PostgresSaver (``langgraph/checkpoint/postgres``): the
+    checkpoint dict goes in ``Checkpoint`` with primitive channel values inline, every
+    other channel value goes in ``CheckpointBlob`` once per (channel, version) and only
+    for the channels in ``new_versions``; task writes go in ``CheckpointWrite``. Values
+    are encoded by ``self.serde``; nothing is ever unpickled.
+
+    Connections: LangGraph calls a sync saver from its own worker threads, and Django
+    keeps one connection per thread. Every method leaves the calling thread's connection
+    as it found it: a connection the call had to open is closed when the call ends
+    (outside an atomic block), so a finished run leaves no connection behind.
+
+    Because those threads use their own connections, a graph run inside the caller's
+    ``transaction.atomic()`` does not see, or roll back with, the caller's transaction;
+    on SQLite, whose writers take a file lock, it waits for that transaction and fails
+    with "database is locked". Run graphs outside atomic blocks (and without
+    ``ATOMIC_REQUESTS``), as the Celery worker does.
 
     Args:
         serde: the serializer for checkpoints, blobs and writes; when omitted,

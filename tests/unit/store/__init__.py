@@ -1,0 +1,2 @@
+"""DjangoStore beside LangGraph's InMemoryStore, one concern a module; the stores and
+their fixtures: ``tests.helpers.stores`` and this folder's ``conftest.py``."""
