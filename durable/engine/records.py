@@ -46,7 +46,7 @@ from psycopg.types.json import Jsonb
 from durable import conf
 from durable import db as sql
 from durable.history import newest_checkpoint_id
-from durable.models import SEQ_ATTEMPTS, Checkpoint, Run, RunEvent, Thread
+from durable.models import Checkpoint, Run, RunEvent, Thread, numbered
 
 USING = "default"
 # PostgreSQL's channel for "run <id> has new events": the payload is the run's id.
@@ -175,19 +175,8 @@ def insert_events(run: Run, events: Sequence[Event]) -> bool:
     if not events:
         return True
     if _postgresql():
-        return _numbered(_insert_events_postgresql, run, events)
-    return _numbered(_insert_events_orm, run, events)
-
-
-def _numbered(write, *args):
-    """``write(*args)``, again when it lost a race to the same ``seq`` (``SEQ_ATTEMPTS``)."""
-    for attempt in range(SEQ_ATTEMPTS):
-        try:
-            return write(*args)
-        except (IntegrityError, psycopg.errors.UniqueViolation):
-            if attempt == SEQ_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
+        return numbered(_insert_events_postgresql, run, events)
+    return numbered(_insert_events_orm, run, events)
 
 
 _INSERT_HELD = (
@@ -356,8 +345,8 @@ def finish(
     ``STOPPING`` when a rollback was requested meanwhile (nothing is written then: the
     caller rolls the run back)."""
     if _postgresql():
-        return _numbered(_finish_postgresql, run, status, fields, events, thread_status)
-    return _numbered(_finish_orm, run, status, fields, events, thread_status)
+        return numbered(_finish_postgresql, run, status, fields, events, thread_status)
+    return numbered(_finish_orm, run, status, fields, events, thread_status)
 
 
 def _finish_sql(fields: Sequence[str]) -> str:
