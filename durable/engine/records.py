@@ -299,7 +299,7 @@ def _claim_postgresql(run_id: int, worker: str, now, lease) -> Run | None:
 
 
 def _instance(model, fields, row):
-    values = [sql._from_db(f, v) for f, v in zip(fields, row, strict=True)]
+    values = [sql.from_db(f, v) for f, v in zip(fields, row, strict=True)]
     return model.from_db(USING, [f.attname for f in fields], values)
 
 
