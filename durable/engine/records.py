@@ -135,7 +135,20 @@ _THREAD = Thread._meta.db_table
 _CHECKPOINT = Checkpoint._meta.db_table
 _RUN_FIELDS = Run._meta.concrete_fields
 _THREAD_FIELDS = Thread._meta.concrete_fields
-ACTIVE = "(" + ", ".join(f"'{status}'" for status in Run.ACTIVE) + ")"
+
+
+def _literal(*values: str) -> str:
+    """Choices of the models as SQL: one quoted literal, or a parenthesized list of them
+    (the values are plain words: no quote to escape)."""
+    quoted = [f"'{value}'" for value in values]
+    return quoted[0] if len(values) == 1 else f"({', '.join(quoted)})"
+
+
+# The kinds of run that start from the thread's latest checkpoint, fixed when claimed.
+FROM_LATEST = (Run.Kind.START, Run.Kind.RESUME)
+ACTIVE = _literal(*Run.ACTIVE)
+_RUNNING, _PENDING = _literal(Run.Status.RUNNING), _literal(Run.Status.PENDING)
+_ROLLBACK = _literal(Run.Stop.ROLLBACK)
 
 # The rows of a batch of events, numbered from 1 (PostgreSQL): one array parameter per
 # column, so that the statement's text does not depend on the batch's size.
@@ -181,7 +194,7 @@ def insert_events(run: Run, events: Sequence[Event]) -> bool:
 
 _INSERT_HELD = (
     f"WITH held AS (SELECT {{commit}} FROM {_RUN} WHERE id = %(run)s AND attempt = %(attempt)s"
-    " AND status = 'running'),"
+    f" AND status = {_RUNNING}),"
     f" base AS ({_BASE}),"
     f" ins AS ({_INSERT_EVENTS.format(source='held, base')})"
     " SELECT count(*), pg_notify(%(channel)s, %(run_text)s) FROM ins"
@@ -258,23 +271,23 @@ _LOCK_THREAD = (
 # ``must_wait`` in SQL: an earlier run of the thread is running, or still waits.
 _MUST_WAIT = (
     f"EXISTS (SELECT 1 FROM {_RUN} o WHERE o.thread_id = {_RUN}.thread_id"
-    f" AND (o.status = 'running' OR (o.status = 'pending' AND o.id < {_RUN}.id)))"
+    f" AND (o.status = {_RUNNING} OR (o.status = {_PENDING} AND o.id < {_RUN}.id)))"
 )
 _CLAIM = (
-    f"UPDATE {_RUN} SET status = 'running', attempt = attempt + 1, worker = %(worker)s,"
+    f"UPDATE {_RUN} SET status = {_RUNNING}, attempt = attempt + 1, worker = %(worker)s,"
     " lease_expires_at = %(lease)s, started_at = COALESCE(started_at, %(now)s),"
     " checkpoint_id = CASE WHEN checkpoint_id <> '' THEN checkpoint_id"
     # durable.history.newest_checkpoint_id, inside this one statement.
-    " WHEN kind IN ('start', 'resume') THEN COALESCE("
+    f" WHEN kind IN {_literal(*FROM_LATEST)} THEN COALESCE("
     f"(SELECT checkpoint_id FROM {_CHECKPOINT} WHERE thread_id ="
     f" (SELECT thread_id FROM {_THREAD} WHERE id = {_RUN}.thread_id)"
     " AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1), '') ELSE '' END"
-    f" WHERE id = %(run)s AND status = 'pending' AND NOT {_MUST_WAIT}"
+    f" WHERE id = %(run)s AND status = {_PENDING} AND NOT {_MUST_WAIT}"
     f" RETURNING {', '.join(_q(f.column) for f in _RUN_FIELDS)}"
 )
 _LEAVE_WAITING = (
     f"UPDATE {_RUN} SET dispatched_at = NULL"
-    f" WHERE id = %(run)s AND status = 'pending' AND {_MUST_WAIT}"
+    f" WHERE id = %(run)s AND status = {_PENDING} AND {_MUST_WAIT}"
 )
 
 
@@ -313,7 +326,7 @@ def _claim_orm(run_id: int, worker: str, now, lease) -> Run | None:
             Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(dispatched_at=None)
             return None
         head = ""
-        if not run.checkpoint_id and run.kind in (Run.Kind.START, Run.Kind.RESUME):
+        if not run.checkpoint_id and run.kind in FROM_LATEST:
             head = newest_checkpoint_id(thread.thread_id) or ""
         claimed = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
             status=Run.Status.RUNNING,
@@ -354,8 +367,8 @@ def _finish_sql(fields: Sequence[str]) -> str:
     return (
         f"WITH ended AS (UPDATE {_RUN} SET status = %(status)s, ended_at = %(now)s,"
         f" lease_expires_at = NULL{sets}"
-        " WHERE id = %(run)s AND attempt = %(attempt)s AND status = 'running'"
-        " AND stop_requested <> 'rollback' RETURNING id),"
+        f" WHERE id = %(run)s AND attempt = %(attempt)s AND status = {_RUNNING}"
+        f" AND stop_requested <> {_ROLLBACK} RETURNING id),"
         f" base AS ({_BASE}),"
         f" ins AS ({_INSERT_EVENTS.format(source='ended, base')}),"
         # has_active_runs, then set_thread_status, in SQL
@@ -365,7 +378,7 @@ def _finish_sql(fields: Sequence[str]) -> str:
         f" FROM ended, busy WHERE {_THREAD}.id = %(thread)s AND NOT busy.busy RETURNING 1)"
         " SELECT (SELECT count(*) FROM ended), (SELECT busy FROM busy),"
         f" (SELECT stop_requested FROM {_RUN} WHERE id = %(run)s AND attempt = %(attempt)s"
-        " AND status = 'running'), (SELECT count(*) FROM ins), (SELECT count(*) FROM settled),"
+        f" AND status = {_RUNNING}), (SELECT count(*) FROM ins), (SELECT count(*) FROM settled),"
         " pg_notify(%(channel)s, %(run_text)s)"
     )
 
