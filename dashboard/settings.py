@@ -32,6 +32,7 @@ import dj_database_url
 from csp.constants import NONE, SELF
 
 from durable import conf
+from durable.tasknames import RETENTION_TASK
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # The app's files (durable.conf) and the project's: SQLite databases, static files, logs.
@@ -195,7 +196,7 @@ DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECOND
 # of stale runs needs no beat: every worker runs it (durable.engine.tasks).
 CELERY_BEAT_SCHEDULE = {
     "sweep-retention": {
-        "task": "durable.sweep_retention",
+        "task": RETENTION_TASK,
         "schedule": DURABLE_RETENTION_INTERVAL_SECONDS,
         "options": {"expires": DURABLE_RETENTION_INTERVAL_SECONDS},
     },
