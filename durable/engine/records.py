@@ -419,6 +419,10 @@ def _finish_orm(
             return STOPPING
         held(run).update(status=status, ended_at=timezone.now(), lease_expires_at=None, **fields)
         _create_events(run.pk, events)
+        # ``policy.settle_thread``'s first half (as ``_finish_sql``'s busy and settled):
+        # restated here, because policy imports records and not the other way round; the
+        # status was chosen by the caller (``policy.thread_status_after``), so the half
+        # that must read the graph's state is not needed.
         if has_active_runs(run.thread_pk):
             return QUEUED
         set_thread_status(run.thread_pk, thread_status)
