@@ -1,31 +1,9 @@
 """A run's records on the engine's hot path: its claim, its events and its outcome, and the
 row-level rules every transaction on runs follows (lock the thread first; an earlier run
-blocks a later one; writes fenced by the attempt).
-
-On PostgreSQL the claim, a batch of events and the outcome are each one hand-written
-statement, or a few in one pipelined transaction, on psycopg's server-binding cursor
-(``durable.db.cursor``: prepared after five runs); on SQLite the ORM does the same work in
-more statements, under the database's single write lock (figures: ``benchmarks/NOTES.md``).
-
-On PostgreSQL these records commit asynchronously (``synchronous_commit`` off for
-their transactions only; ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` turns that off): the commit
-returns without waiting for its WAL record to reach the disk, which is most of a
-commit's cost. Nothing a crash can lose is needed afterwards: PostgreSQL flushes them
-within ``3 * wal_writer_delay``, and any later synchronous commit (the run's next
-checkpoint) flushes them first, as the WAL is written in order. A claim lost with the
-server is the run still pending (sent again by the reaper), as if its worker had died
-before its first checkpoint; a lost outcome is the run still running on an expired lease,
-requeued by the reaper and gone on from its last checkpoint, as if its worker had died
-before recording it. Checkpoints, the state that must not be lost, keep synchronous
-commits.
-
-Events are numbered as ``durable.models.SEQ_ATTEMPTS`` says, the numbering computed by
-the INSERT itself. Every write of the worker is fenced by its ``attempt``: the statement
-changes nothing once the run was handed to another attempt. Each new event NOTIFYs
-``CHANNEL`` on PostgreSQL, which ``durable.engine.follow`` listens on.
-
-Nothing here decides what runs next or talks to the broker: the outcome says whether the
-thread has another active run, and the caller dispatches it (``durable.engine.queue``).
+blocks a later one; a worker's writes fenced by its ``attempt``). On PostgreSQL each is one
+hand-written statement, or a few in one pipelined round trip; on SQLite the ORM does the
+same work (figures: ``benchmarks/NOTES.md``). Nothing here decides what runs next or
+talks to the broker.
 """
 
 from __future__ import annotations
@@ -114,8 +92,17 @@ def _postgresql() -> bool:
 
 def _commit() -> str:
     """What the first statement of a transaction selects to set how it commits: without
-    waiting for its WAL record to reach the disk, unless
-    ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (see the module's docstring)."""
+    waiting for its WAL record to reach the disk (``synchronous_commit`` off, for that
+    transaction only), unless ``DURABLE_RUN_SYNCHRONOUS_COMMIT``.
+
+    The wait is most of a commit's cost, and nothing a crash can lose is needed
+    afterwards: PostgreSQL flushes the record within ``3 * wal_writer_delay``, and any
+    later synchronous commit (the run's next checkpoint) flushes it first, as the WAL is
+    written in order. A claim lost with the server is the run still pending (sent again
+    by the reaper), as if its worker had died before its first checkpoint; a lost outcome
+    is the run still running on an expired lease, requeued by the reaper and gone on from
+    its last checkpoint, as if its worker had died before recording it. Checkpoints, the
+    state that must not be lost, keep synchronous commits."""
     if conf.DURABLE_RUN_SYNCHRONOUS_COMMIT:
         return "NULL"
     return "set_config('synchronous_commit', 'off', true)"
@@ -182,9 +169,11 @@ def _event_params(run_id: int, events: Sequence[Event]) -> dict:
 
 
 def insert_events(run: Run, events: Sequence[Event]) -> bool:
-    """Write ``events`` as run ``run``'s next ones, if ``run.attempt`` still holds it;
-    on PostgreSQL one statement, which also notifies the web processes that follow the
-    run (``durable.engine.follow``). Returns whether they were written."""
+    """Write ``events`` as run ``run``'s next ones, if ``run.attempt`` still holds it,
+    numbered by the INSERT itself (``durable.models.numbered``). On PostgreSQL one
+    statement, on psycopg's server-binding cursor (``durable.db.cursor``: prepared after
+    five runs), which also NOTIFYs ``CHANNEL`` for the web processes that follow the run
+    (``durable.engine.follow``). Returns whether they were written."""
     if not events:
         return True
     if _postgresql():
