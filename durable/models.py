@@ -343,6 +343,11 @@ class Run(models.Model):
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
 
+    def highest_seq(self) -> int:
+        """The ``seq`` of the run's latest event so far (0 before its first): where a
+        follower that has shown everything resumes (``RunEvent.objects.highest_seq``)."""
+        return RunEvent.objects.highest_seq(self.pk)
+
 
 # How a run's events are numbered: ``seq`` is the run's highest + 1 (+ 2, ... for a batch),
 # computed where the events are written. The web process (a cancel's event) and the worker

@@ -26,7 +26,7 @@ from dashboard.paging import SORTS, keyset_page
 from dashboard.present.links import json_url
 from dashboard.present.tree import tree_context
 from durable import engine, history
-from durable.models import RunEvent, Thread
+from durable.models import Thread
 
 THREADS_PER_PAGE = 50
 
@@ -162,7 +162,7 @@ def _render_thread(request, thread, form=None, status=200):
         "thread": thread,
         "latest_checkpoint": latest,
         "latest_json_url": json_url(thread, latest) if latest else "",
-        "last_seq": RunEvent.objects.highest_seq(active_run.pk) if active_run else 0,
+        "last_seq": active_run.highest_seq() if active_run else 0,
         "state": state,
         # The first page of the checkpoint tree; older pages are on the history page.
         "tree": tree_context(thread),
