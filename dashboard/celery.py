@@ -7,10 +7,9 @@ from celery import Celery, signals
 from celery.fixups.django import DjangoFixup, DjangoWorkerFixup
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+from durable.tasknames import RUN_TASK
 
-# durable.engine.queue.RUN_TASK, which cannot be imported before Django is set up.
-RUN_TASK = "durable.execute_run"
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 
 # A worker whose pool has not run a task for this long checks the pool's connections

@@ -1,14 +1,10 @@
-"""The console's responses beyond a plain ``render``: the redirect after a POST, a page
-or (for htmx) one of its partials, and a stream of server-sent events."""
+"""The console's responses beyond a plain ``render``: the redirect after a POST, and a page
+or (for htmx) one of its partials. (A stream of server-sent events: ``durable.sse.response``.)"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-from django.http import HttpResponseRedirect, StreamingHttpResponse
+from django.http import HttpResponseRedirect
 from django.shortcuts import render
-
-from durable import sse
 
 
 def see_other(url: str) -> HttpResponseRedirect:
@@ -26,10 +22,3 @@ def render_page(request, template, context, *, target, part, status=200, part_on
     response = render(request, template, context, status=status)
     response["Vary"] = "HX-Request"
     return response
-
-
-def event_stream(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
-    """A ``text/event-stream`` response sending ``events`` (bytes from
-    ``durable.sse.event``), with the headers that keep caches and proxies from holding
-    them back (``durable.sse.SSE_HEADERS``)."""
-    return StreamingHttpResponse(events, content_type="text/event-stream", headers=sse.SSE_HEADERS)

@@ -16,7 +16,7 @@ Everything that differs between machines comes from the environment:
 - ``DURABLE_EXTRA_GRAPHS``: more graphs to register, ``name=dotted.path,...``.
 - ``DURABLE_DB_POOL_SIZE`` (default 8) and ``DURABLE_DB_POOL_MAX_IDLE_SECONDS`` (60): each
   process's PostgreSQL connection pool.
-- ``DURABLE_VAR_DIR``: where the SQLite files live; default ``var/``.
+- ``DURABLE_VAR_DIR``: where the SQLite files and the app's own files live; default ``var/``.
 - The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
   ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
   ``DURABLE_STOP_GRACE_SECONDS``, ``DURABLE_REDISPATCH_SECONDS``,
@@ -32,9 +32,11 @@ import dj_database_url
 from csp.constants import NONE, SELF
 
 from durable import conf
+from durable.tasknames import RETENTION_TASK
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("DURABLE_VAR_DIR", BASE_DIR / "var"))
+# The app's files (durable.conf) and the project's: SQLite databases, static files, logs.
+DURABLE_VAR_DIR = VAR_DIR = Path(os.environ.get("DURABLE_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
@@ -194,7 +196,7 @@ DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECOND
 # of stale runs needs no beat: every worker runs it (durable.engine.tasks).
 CELERY_BEAT_SCHEDULE = {
     "sweep-retention": {
-        "task": "durable.sweep_retention",
+        "task": RETENTION_TASK,
         "schedule": DURABLE_RETENTION_INTERVAL_SECONDS,
         "options": {"expires": DURABLE_RETENTION_INTERVAL_SECONDS},
     },

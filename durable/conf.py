@@ -34,10 +34,13 @@ Settings (seconds unless said otherwise):
 - ``DURABLE_EVENTS_FALLBACK_SECONDS`` (2.0): how often a listening follower reads anyway.
 - ``DURABLE_EVENT_READERS`` (4): how many borrowed reads of one process hold a database
   connection at once (``durable.db.borrow``); read once, when the first read is made.
+- ``DURABLE_VAR_DIR`` (``var`` in the working directory; a ``pathlib.Path``): where the
+  app writes files of its own (the first admin's password: ``manage.py bootstrap``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -58,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_EVENTS_POLL_SECONDS": 0.2,
     "DURABLE_EVENTS_FALLBACK_SECONDS": 2.0,
     "DURABLE_EVENT_READERS": 4,
+    "DURABLE_VAR_DIR": Path("var"),
 }
 
 

@@ -211,12 +211,14 @@ def select(using: str, model, where: str, params: list, defer: Sequence[str] = (
         rows = raw.fetchall()
     names = [f.attname for f in fields]
     return [
-        model.from_db(using, names, [_from_db(f, v) for f, v in zip(fields, row, strict=True)])
+        model.from_db(using, names, [from_db(f, v) for f, v in zip(fields, row, strict=True)])
         for row in rows
     ]
 
 
-def _from_db(field, value):
+def from_db(field, value):
+    """A column's ``value`` as a raw cursor returned it, brought to what the ORM returns
+    for model field ``field``: JSON decoded, datetimes aware (UTC), bytes as ``bytes``."""
     if value is None:
         return None
     if isinstance(field, JSONField):

@@ -8,9 +8,11 @@ LangGraph graph may use ``DjangoSaver`` with any thread id, whether or not the c
 knows the thread. ``Thread`` and ``Run`` are the console's own index of what it started.
 """
 
+from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
+import psycopg
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, models, transaction
@@ -341,14 +343,35 @@ class Run(models.Model):
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
 
+    def highest_seq(self) -> int:
+        """The ``seq`` of the run's latest event so far (0 before its first): where a
+        follower that has shown everything resumes (``RunEvent.objects.highest_seq``)."""
+        return RunEvent.objects.highest_seq(self.pk)
+
 
 # How a run's events are numbered: ``seq`` is the run's highest + 1 (+ 2, ... for a batch),
 # computed where the events are written. The web process (a cancel's event) and the worker
 # may both write a running run's events; the unique constraint refuses the writer that
-# lost a race to the same ``seq``, which tries again, up to SEQ_ATTEMPTS times. The ORM
-# paths are the manager's; ``durable.engine.records`` writes batches by the same rule, in
-# one SQL statement on PostgreSQL.
+# lost a race to the same ``seq``, which tries again (``numbered``). The ORM paths are the
+# manager's; ``durable.engine.records`` writes batches by the same rule, in one SQL
+# statement on PostgreSQL.
 SEQ_ATTEMPTS = 5
+T = TypeVar("T")
+
+
+def numbered(write: Callable[..., T], *args) -> T:
+    """``write(*args)``, which writes events numbered after the run's highest ``seq``,
+    made again while the unique constraint refuses it (it lost a race to the same
+    ``seq``), up to ``SEQ_ATTEMPTS`` times in all; then the error propagates. A refused
+    ``write`` must leave the database as it found it (its own transaction or savepoint).
+    Returns what ``write`` returns."""
+    for attempt in range(SEQ_ATTEMPTS):
+        try:
+            return write(*args)
+        except (IntegrityError, psycopg.errors.UniqueViolation):
+            if attempt == SEQ_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 class RunEventManager(models.Manager):
@@ -358,7 +381,7 @@ class RunEventManager(models.Manager):
 
     def append(self, run_id: int, event: str, data: Any = None, ns: str = "") -> None:
         """Write the run's next event, its ``seq`` computed by the INSERT itself, in one
-        statement (see ``SEQ_ATTEMPTS``). ``data`` must be JSON-safe
+        statement (``numbered``). ``data`` must be JSON-safe
         (``durable.values.jsonable``)."""
         latest = (
             self.filter(run_id=run_id)
@@ -367,22 +390,20 @@ class RunEventManager(models.Manager):
             .annotate(m=Max("seq"))
             .values("m")
         )
-        for attempt in range(SEQ_ATTEMPTS):
-            # A failed INSERT inside a transaction must not break the caller's.
+
+        def create() -> None:
+            # A refused INSERT inside a transaction must not break the caller's.
             guard = transaction.atomic() if transaction.get_connection().in_atomic_block else None
-            try:
-                with guard or nullcontext():
-                    self.create(
-                        run_id=run_id,
-                        seq=Coalesce(Subquery(latest), Value(0)) + 1,
-                        event=event,
-                        ns=ns,
-                        data=data,
-                    )
-                return
-            except IntegrityError:
-                if attempt == SEQ_ATTEMPTS - 1:
-                    raise
+            with guard or nullcontext():
+                self.create(
+                    run_id=run_id,
+                    seq=Coalesce(Subquery(latest), Value(0)) + 1,
+                    event=event,
+                    ns=ns,
+                    data=data,
+                )
+
+        numbered(create)
 
 
 class RunEvent(models.Model):

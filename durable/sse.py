@@ -1,13 +1,15 @@
 """Server-sent events on the wire, for the console's run pages and the API's run streams:
-one event's bytes, the response headers, the keep-alive comment, and where a reconnecting
-client resumes."""
+one event's bytes, the response that sends them, the keep-alive comment, and where a
+reconnecting client resumes."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
+from django.http import StreamingHttpResponse
 
 # What a stream writes when ``durable.engine.follow`` reports a quiet spell: a comment,
 # so that proxies and browsers keep the connection open.
@@ -31,6 +33,13 @@ SSE_HEADERS = {
     # nginx buffers responses unless told not to.
     "X-Accel-Buffering": "no",
 }
+
+
+def response(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
+    """A ``text/event-stream`` response sending ``events`` (bytes from ``event``, or
+    ``KEEPALIVE``), with the headers that keep caches and proxies from holding them back
+    (``SSE_HEADERS``)."""
+    return StreamingHttpResponse(events, content_type="text/event-stream", headers=SSE_HEADERS)
 
 
 def last_event_id(request) -> int:

@@ -11,8 +11,8 @@ from django.forms import BoundField
 
 from dashboard.forms.fields import parse_json, reason_field
 from dashboard.present import values
+from durable import engine
 from durable.graphs import example_input, graph_names
-from durable.models import Run
 
 
 class StartRunForm(forms.Form):
@@ -185,7 +185,7 @@ def refusal(exc, thread) -> str:
     (the engine's message speaks to API clients, of ``multitask_strategy``): often
     another tab or operator acted first."""
     if exc.field == "thread" and thread is not None:
-        active = thread.runs.filter(status__in=Run.ACTIVE).order_by("pk").first()
+        active = engine.active_run(thread)
         if active is not None:
             return (
                 f"Thread {thread.name!r} is busy: run {active.pk} ({active.kind}) is "

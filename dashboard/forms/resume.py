@@ -11,14 +11,12 @@ from typing import Any
 
 from django import forms
 from django.forms import BoundField
-from jsonschema import SchemaError
-from jsonschema.validators import validator_for
 from langgraph.types import Interrupt
 
 from dashboard.forms.fields import error_on, field_error, parse_json
 from dashboard.present import interrupts, values
 from durable import engine
-from durable.engine.checks import check_response_schema
+from durable.engine import checks
 
 
 @dataclass
@@ -129,7 +127,7 @@ class ResumeForm(forms.Form):
         elif kind == interrupts.HUMAN:
             self._human(card, interrupts.human_request(item.value))
         else:
-            card.schema = interrupts.response_schema(item.value)
+            card.schema = checks.response_schema(item.value)
             card.answer = self._add(
                 f"answer-{item.id}",
                 forms.CharField(
@@ -248,7 +246,7 @@ class ResumeForm(forms.Form):
         key = card.answer.name
         answer = field_error(key, parse_json, cleaned[key], "The answer is")
         try:
-            check_response_schema(card.interrupt, answer, key)
+            checks.check_response_schema(card.interrupt, answer, key)
         except engine.InvalidRequest as exc:
             raise error_on(key, exc.message) from None
         return answer
@@ -346,7 +344,7 @@ def _check_args(args: dict, schema: dict | None, names: dict, fallback: str | No
     """Edited arguments against the action's ``args_schema``. The error lands on the
     input of the argument at fault (``names``: argument -> field), else on
     ``fallback`` (``None``: the form)."""
-    error = _schema_error(args, schema) if schema is not None else None
+    error = checks.schema_error(args, schema) if schema is not None else None
     if error is None:
         return
     path = list(error.absolute_path)
@@ -358,14 +356,3 @@ def _check_args(args: dict, schema: dict | None, names: dict, fallback: str | No
     if target is None:
         raise forms.ValidationError(message)
     raise error_on(target, message)
-
-
-def _schema_error(value, schema: dict):
-    """The first way ``value`` breaks ``schema`` (a jsonschema error), or ``None``; a
-    broken schema checks nothing."""
-    try:
-        validator = validator_for(schema)(schema)
-        validator.check_schema(schema)
-    except SchemaError:
-        return None
-    return next(iter(validator.iter_errors(value)), None)

@@ -217,9 +217,3 @@ def human_request(value: Any) -> HumanRequest:
         allowed=[kind for kind, flag in HUMAN_RESPONSES if config.get(flag) is True],
         specs=specs_from_values(args),
     )
-
-
-def response_schema(value: Any) -> dict | None:
-    """A generic payload's ``response_schema``, when it has one."""
-    schema = value.get("response_schema") if isinstance(value, dict) else None
-    return schema if isinstance(schema, dict) else None

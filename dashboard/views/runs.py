@@ -9,11 +9,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
-from dashboard.http import event_stream, render_page, see_other
+from dashboard.http import render_page, see_other
 from dashboard.present.runs import describe, elapsed, running_nodes
 from durable import engine, sse
 from durable.db import borrow
-from durable.engine import follow as events
+from durable.engine import follow
 from durable.models import Run
 
 # The newest events a run page shows; older ones are counted, not listed.
@@ -32,14 +32,14 @@ async def run_events(request, pk: int):
         return HttpResponseBadRequest(str(exc))
     if not await borrow(access.may_see_run, request, pk):
         raise Http404(f"No run {pk}.")
-    return event_stream(_run_event_stream(pk, after))
+    return sse.response(_run_event_stream(pk, after))
 
 
 async def _run_event_stream(pk: int, after: int):
-    async for item in events.follow(pk, after):
-        if isinstance(item, events.Event):
+    async for item in follow.follow(pk, after):
+        if isinstance(item, follow.Event):
             yield sse.event(item.event, {"ns": item.ns, "data": item.data}, id=item.seq)
-        elif isinstance(item, events.Keepalive):
+        elif isinstance(item, follow.Keepalive):
             yield sse.KEEPALIVE
         else:
             yield sse.event("end", {"status": item.status})

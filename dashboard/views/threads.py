@@ -26,7 +26,6 @@ from dashboard.present.links import json_url
 from dashboard.present.threads import status_tabs
 from dashboard.present.tree import tree_context
 from durable import engine, history
-from durable.models import Run
 
 THREADS_PER_PAGE = 50
 
@@ -123,18 +122,12 @@ def resume_thread(request, pk: int):
     return _render_thread(request, thread, form=form, status=400)
 
 
-def _last_seq(run) -> int:
-    if run is None:
-        return 0
-    return run.events.order_by("-seq").values_list("seq", flat=True).first() or 0
-
-
 def _render_thread(request, thread, form=None, status=200):
     # The active run first, then the thread's status and state: a run's end and its
     # thread's status commit together, so a page with no active run to follow shows what
     # the end wrote. Read the other way round, a run that ended between the reads left
     # a page that said "busy" and had nothing left to refresh it.
-    active_run = thread.runs.filter(status__in=Run.ACTIVE).first()
+    active_run = engine.active_run(thread)
     thread.refresh_from_db()
     state = engine.thread_state(thread)
     pending = list(state.interrupts)
@@ -143,7 +136,7 @@ def _render_thread(request, thread, form=None, status=200):
         "thread": thread,
         "latest_checkpoint": latest,
         "latest_json_url": json_url(thread, latest) if latest else "",
-        "last_seq": _last_seq(active_run),
+        "last_seq": active_run.highest_seq() if active_run else 0,
         "state": state,
         # The first page of the checkpoint tree; older pages are on the history page.
         "tree": tree_context(thread),

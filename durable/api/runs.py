@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import Query, Router
 
@@ -162,11 +162,7 @@ async def wait_run(request, thread_id: str, body: RunCreate):
 def _stream_response(request, run: Run, modes: list[str], subgraphs: bool, after: int):
     """The run's events in the Agent Server's SSE format, from the shared event source."""
     query = urlencode([("stream_mode", m) for m in modes] + [("stream_subgraphs", subgraphs)])
-    response = StreamingHttpResponse(
-        _sdk_events(run.pk, modes, subgraphs, after),
-        content_type="text/event-stream",
-        headers=sse.SSE_HEADERS,
-    )
+    response = sse.response(_sdk_events(run.pk, modes, subgraphs, after))
     # Where the SDK reconnects (with Last-Event-ID) if the stream is cut, and the run.
     response["Location"] = request.build_absolute_uri(f"{_run_path(run)}/stream?{query}")
     return _located(response, run)

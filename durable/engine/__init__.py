@@ -4,7 +4,8 @@ Requests (``durable.engine.operations``): ``create_thread``, ``update_thread_met
 ``start``, ``resume``, ``fork``, ``close``, ``replay``, ``answer_again``, ``cancel``,
 ``delete_thread``. State reads (``durable.engine.state``): ``thread_state``, ``state_at``,
 ``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``,
-``graph_shape``, ``config_for``. Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
+``graph_shape``, ``config_for``. A thread's ``active_run`` (``durable.engine.policy``).
+Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
 
 Below them, the engine's own modules: ``policy`` (queueing rules, no broker), ``queue``
 (the broker), ``records`` (a run's claim, events and outcome), ``execution``, ``buffer``
@@ -26,6 +27,7 @@ from durable.engine.operations import (
     start,
     update_thread_metadata,
 )
+from durable.engine.policy import active_run
 from durable.engine.state import (
     GraphShape,
     config_for,
@@ -52,6 +54,7 @@ __all__ = [
     "answer_again",
     "cancel",
     "delete_thread",
+    "active_run",
     "config_for",
     "thread_state",
     "state_at",

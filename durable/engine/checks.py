@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import validator_for
 from langgraph.constants import END
 from langgraph.types import Interrupt
@@ -157,22 +157,34 @@ def resume_command(pending: list[Interrupt], value: Any, answers: Any) -> dict:
 def check_response_schema(interrupt: Interrupt, answer: Any, field: str) -> None:
     """Refuse an ``answer`` that does not match the ``response_schema`` (JSON Schema) the
     interrupt's value carries, if any; a broken schema checks nothing."""
-    value = interrupt.value
-    schema = value.get("response_schema") if isinstance(value, dict) else None
-    if not isinstance(schema, dict):
-        return
-    try:
-        validator = validator_for(schema)(schema)
-        validator.check_schema(schema)
-    except SchemaError:
-        return
-    if error := next(iter(validator.iter_errors(answer)), None):
+    schema = response_schema(interrupt.value)
+    if schema is not None and (error := schema_error(answer, schema)):
         where = "/".join(str(p) for p in error.absolute_path) or "the answer"
         raise InvalidRequest(
             field,
             f"The answer to interrupt {interrupt.id} does not match its response_schema"
             f" at {where}: {error.message}.",
         )
+
+
+def response_schema(value: Any) -> dict | None:
+    """The JSON Schema an interrupt's payload ``value`` asks its answer to match (its
+    ``response_schema`` key), or ``None`` when it has none."""
+    schema = value.get("response_schema") if isinstance(value, dict) else None
+    return schema if isinstance(schema, dict) else None
+
+
+def schema_error(value: Any, schema: dict) -> ValidationError | None:
+    """The first way ``value`` breaks the JSON Schema ``schema`` (a jsonschema
+    ``ValidationError``: ``.message``, and ``.absolute_path`` the keys and indexes down to
+    the part at fault), or ``None``. A broken schema checks nothing: it is the graph's
+    mistake, and refusing every answer would leave the interrupt unanswerable."""
+    try:
+        validator = validator_for(schema)(schema)
+        validator.check_schema(schema)
+    except SchemaError:
+        return None
+    return next(iter(validator.iter_errors(value)), None)
 
 
 def run_options(metadata, durability, multitask_strategy, requested_by) -> dict:

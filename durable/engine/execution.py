@@ -1,23 +1,6 @@
-"""Executing a claimed run in a Celery worker: stream its graph, turn each chunk into an
-event, record how it ended, or drain it when asked to stop.
-
-A worker claims a run (``durable.engine.records.claim``) under a lease that the process's
-beat thread keeps (``durable.engine.lease``), streams the graph with the saver and the
-store, and buffers each stream chunk as a ``RunEvent`` (``durable.engine.buffer``). The
-claim and the outcome are each one round trip on PostgreSQL.
-
-**Drain.** A run asked to stop (``Run.stop_requested``: a cancel, a newer run's
-``interrupt`` or ``rollback``, a timeout, or the worker's shutdown) is drained with
-LangGraph's ``RunControl.request_drain`` (``langgraph/runtime.py``): the Pregel loop
-finishes the super-step under way, saves its checkpoint, and ``stream`` raises
-``GraphDrained`` before the next one starts (``langgraph/pregel/_loop.py``, ``tick``).
-It then ends as asked (``end``, ``roll_back``), or, for a shutdown, goes back to pending
-for another worker (``requeue``). These outcomes are also the reaper's
-(``durable.engine.recovery``) for a run whose worker died.
-
-**Again.** A re-executed run (a later ``attempt``) goes on from the last checkpoint it
-wrote with input ``None``: LangGraph loads that checkpoint and its pending writes, so in
-a super-step with parallel nodes the nodes that had finished are not run again.
+"""Executing a claimed run in a Celery worker: claim it (``records.claim``), stream its
+graph under a lease (``durable.engine.lease``), buffer each chunk as a ``RunEvent``
+(``durable.engine.buffer``), then record how it ended, or drain it when asked to stop.
 """
 
 from __future__ import annotations
@@ -143,6 +126,10 @@ class _Execution:
     # -- what to stream ---------------------------------------------------------
 
     def _run_graph(self) -> None:
+        """Stream the graph as the run's kind asks. A re-executed run (a later
+        ``attempt``) goes on from the last checkpoint it wrote instead (``_go_on_from``),
+        so in a super-step with parallel nodes the nodes that had finished are not run
+        again."""
         run = self.run
         if run.attempt > 1 and (own := _own_latest_checkpoint(run)):
             self._go_on_from(own)
@@ -269,6 +256,15 @@ class _Execution:
         return self._finish(status, interrupts=interrupts)
 
     def _drained(self, reason: str) -> str:
+        """The graph stopped for ``reason`` (``Run.stop_requested``: a cancel, a newer
+        run's ``interrupt`` or ``rollback``, a timeout, the worker's shutdown; or
+        ``LOST``). LangGraph's ``RunControl.request_drain`` (``langgraph/runtime.py``)
+        lets the Pregel loop finish the super-step under way and save its checkpoint;
+        ``stream`` then raises ``GraphDrained`` before the next one starts
+        (``langgraph/pregel/_loop.py``, ``tick``). The run ends as asked (``end``,
+        ``roll_back``) or, for a shutdown, goes back to pending for another worker
+        (``requeue``): the outcomes the reaper (``durable.engine.recovery``) gives a run
+        whose worker died."""
         if reason == LOST:
             logger.warning("run %s: lease lost; another worker has it", self.run.pk)
             return LOST

@@ -1,26 +1,7 @@
 """Following runs from the web process: the one event source behind the console's
-server-sent events and the API's run streams, waits and joins.
-
-Workers and web processes share nothing but the database, so the web process learns
-what a worker did by reading it. Each open stream reads the run's new events, then
-pauses until there may be more. A read *borrows* a database connection and gives it
-back before the pause (on PostgreSQL the connection returns to the process's pool; on
-SQLite the file is closed), and at most ``DURABLE_EVENT_READERS`` reads of one process hold a
-connection at the same time, so any number of open streams hold at most that many
-connections between them.
-
-How long a stream pauses:
-
-- On PostgreSQL, each new ``RunEvent`` sends ``NOTIFY durable_run_events, '<run id>'``
-  (``durable.engine.records.CHANNEL``, from the writer's transaction, so it arrives once
-  the event is committed), and one listener thread per web process, on one connection of
-  its own, wakes the streams that follow that run. They still read every
-  ``DURABLE_EVENTS_FALLBACK_SECONDS``, for what sends no notification (a run deleted by a
-  rollback) and while the listener reconnects.
-- Otherwise (SQLite, or ``DURABLE_EVENTS_LISTEN`` off), every
-  ``DURABLE_EVENTS_POLL_SECONDS``.
-
-The settings and their defaults: ``durable.conf``.
+server-sent events and the API's run streams, waits and joins. A stream reads the run's
+new events on a borrowed connection, then pauses until there may be more: until a
+NOTIFY on PostgreSQL, else for a poll interval (``_Pause``; settings: ``durable.conf``).
 """
 
 from __future__ import annotations
@@ -112,8 +93,13 @@ def _poll(run_id: int, after: int) -> tuple[str | None, list[Event]]:
 async def follow(run_id: int, after: int = 0) -> AsyncIterator[Event | End | Keepalive]:
     """Yield run ``run_id``'s events with ``seq`` greater than ``after`` as they are
     written, a ``KEEPALIVE`` after each quiet ``KEEPALIVE_SECONDS``, then ``End``
-    once the run has ended and its last event is out. Reads on a borrowed connection
-    when notified, or polls (see the module's docstring)."""
+    once the run has ended and its last event is out.
+
+    Workers and web processes share nothing but the database, so the web process learns
+    what a worker did by reading it. Each read borrows a connection and gives it back
+    before the pause (``durable.db.borrow``: to the process's pool on PostgreSQL; on
+    SQLite the file is closed), and at most ``DURABLE_EVENT_READERS`` reads of a process
+    hold one at once: any number of open streams hold at most that many connections."""
     async with _watching(run_id) as pause:
         quiet_since = time.monotonic()
         while True:
@@ -139,7 +125,15 @@ async def follow(run_id: int, after: int = 0) -> AsyncIterator[Event | End | Kee
 
 class _Pause:
     """What a stream waits on between two reads: a notification for its run (``woken``,
-    set from the listener thread) when this process listens, else a poll interval."""
+    set from the listener thread) when this process listens, else a poll interval.
+
+    On PostgreSQL each new ``RunEvent`` sends ``NOTIFY durable_run_events, '<run id>'``
+    (``records.CHANNEL``, from the writer's transaction, so it arrives once the event is
+    committed), and the process's ``_Listener`` wakes the streams that follow that run.
+    They still read every ``DURABLE_EVENTS_FALLBACK_SECONDS``, for what sends no
+    notification (a run deleted by a rollback) and while the listener reconnects.
+    Otherwise (SQLite, or ``DURABLE_EVENTS_LISTEN`` off) a stream reads every
+    ``DURABLE_EVENTS_POLL_SECONDS``."""
 
     def __init__(self, listener: _Listener | None):
         self.listener = listener

@@ -41,14 +41,11 @@ LOST = "lease lost"  # the drain reason of a worker whose run was handed to anot
 # anyway, and a chunk may come every few milliseconds.
 RENEW_AFTER_CHUNK_EVERY = 1.0
 
-_in_pool_child = False
-
 
 def mark_pool_child() -> None:
     """Called in each prefork pool process (``worker_process_init``): only there may a
     hard stop kill the process, which runs nothing else."""
-    global _in_pool_child
-    _in_pool_child = True
+    _beat.in_pool_child = True
 
 
 class Lease:
@@ -145,7 +142,7 @@ class Lease:
     def _hard_stop(self) -> None:
         """Kill this pool process: the run did not reach a super-step boundary in time.
         The lease is let go first, so the reaper settles the run at its next pass."""
-        if not _in_pool_child:
+        if not _beat.in_pool_child:
             if not self._warned:
                 logger.error(
                     "run %s did not stop within the grace period; only a prefork pool "
@@ -168,9 +165,11 @@ class _Beat:
     """One thread per worker process that beats for the leases of the runs under way
     (``Lease.beat``) every ``FLUSH_EVERY`` seconds (or heartbeat, when shorter), started
     with the process's first run: a thread of its own per run cost a start and a join,
-    each a wait for the scheduler, on every run."""
+    each a wait for the scheduler, on every run. ``in_pool_child``: whether this process
+    is a prefork pool process, which a hard stop may kill (``mark_pool_child``)."""
 
     def __init__(self):
+        self.in_pool_child = False
         self._leases: set[Lease] = set()
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None

@@ -460,11 +460,11 @@ def _audited(action: str, run: Run, **checkpoints: str) -> Run:
 
 
 def _refuse_if_busy(thread: Thread, what: str) -> None:
-    if active := policy.active_runs(thread):
+    if active := policy.active_run(thread):
         raise InvalidRequest(
             "thread",
-            f"Thread {thread.name!r} has an active run (run {active[0].pk}, "
-            f"{active[0].status}); a {what} must wait until it ends, or cancel it.",
+            f"Thread {thread.name!r} has an active run (run {active.pk}, "
+            f"{active.status}); a {what} must wait until it ends, or cancel it.",
         )
 
 

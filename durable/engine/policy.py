@@ -43,7 +43,18 @@ class Sends:
 
 
 def active_runs(thread: Thread) -> list[Run]:
-    return list(thread.runs.filter(status__in=Run.ACTIVE).order_by("pk"))
+    """The thread's active runs (pending or running), oldest first."""
+    return list(_active(thread))
+
+
+def active_run(thread: Thread) -> Run | None:
+    """The thread's oldest active run, or ``None``: the one running, when a run is (runs
+    start oldest first, so no pending run is older), else the next to start."""
+    return _active(thread).first()
+
+
+def _active(thread: Thread):
+    return thread.runs.filter(status__in=Run.ACTIVE).order_by("pk")
 
 
 def submit(thread: Thread, *, multitask_strategy: str, **fields) -> tuple[Run, Sends]:

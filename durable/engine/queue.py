@@ -18,12 +18,9 @@ from django.utils import timezone
 
 from durable.engine.policy import Sends, next_run
 from durable.models import Run
+from durable.tasknames import RUN_TASK
 
 logger = logging.getLogger(__name__)
-
-# The name ``durable.engine.tasks.execute_run`` is registered under; sent by name, so that
-# this module needs no import of the tasks (which import execution, which sends).
-RUN_TASK = "durable.execute_run"
 
 
 def dispatch(run: Run) -> None:

@@ -1,31 +1,9 @@
 """A run's records on the engine's hot path: its claim, its events and its outcome, and the
 row-level rules every transaction on runs follows (lock the thread first; an earlier run
-blocks a later one; writes fenced by the attempt).
-
-On PostgreSQL the claim, a batch of events and the outcome are each one hand-written
-statement, or a few in one pipelined transaction, on psycopg's server-binding cursor
-(``durable.db.cursor``: prepared after five runs); on SQLite the ORM does the same work in
-more statements, under the database's single write lock (figures: ``benchmarks/NOTES.md``).
-
-On PostgreSQL these records commit asynchronously (``synchronous_commit`` off for
-their transactions only; ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` turns that off): the commit
-returns without waiting for its WAL record to reach the disk, which is most of a
-commit's cost. Nothing a crash can lose is needed afterwards: PostgreSQL flushes them
-within ``3 * wal_writer_delay``, and any later synchronous commit (the run's next
-checkpoint) flushes them first, as the WAL is written in order. A claim lost with the
-server is the run still pending (sent again by the reaper), as if its worker had died
-before its first checkpoint; a lost outcome is the run still running on an expired lease,
-requeued by the reaper and gone on from its last checkpoint, as if its worker had died
-before recording it. Checkpoints, the state that must not be lost, keep synchronous
-commits.
-
-Events are numbered as ``durable.models.SEQ_ATTEMPTS`` says, the numbering computed by
-the INSERT itself. Every write of the worker is fenced by its ``attempt``: the statement
-changes nothing once the run was handed to another attempt. Each new event NOTIFYs
-``CHANNEL`` on PostgreSQL, which ``durable.engine.follow`` listens on.
-
-Nothing here decides what runs next or talks to the broker: the outcome says whether the
-thread has another active run, and the caller dispatches it (``durable.engine.queue``).
+blocks a later one; a worker's writes fenced by its ``attempt``). On PostgreSQL each is one
+hand-written statement, or a few in one pipelined round trip; on SQLite the ORM does the
+same work (figures: ``benchmarks/NOTES.md``). Nothing here decides what runs next or
+talks to the broker.
 """
 
 from __future__ import annotations
@@ -46,7 +24,7 @@ from psycopg.types.json import Jsonb
 from durable import conf
 from durable import db as sql
 from durable.history import newest_checkpoint_id
-from durable.models import SEQ_ATTEMPTS, Checkpoint, Run, RunEvent, Thread
+from durable.models import Checkpoint, Run, RunEvent, Thread, numbered
 
 USING = "default"
 # PostgreSQL's channel for "run <id> has new events": the payload is the run's id.
@@ -114,8 +92,17 @@ def _postgresql() -> bool:
 
 def _commit() -> str:
     """What the first statement of a transaction selects to set how it commits: without
-    waiting for its WAL record to reach the disk, unless
-    ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (see the module's docstring)."""
+    waiting for its WAL record to reach the disk (``synchronous_commit`` off, for that
+    transaction only), unless ``DURABLE_RUN_SYNCHRONOUS_COMMIT``.
+
+    The wait is most of a commit's cost, and nothing a crash can lose is needed
+    afterwards: PostgreSQL flushes the record within ``3 * wal_writer_delay``, and any
+    later synchronous commit (the run's next checkpoint) flushes it first, as the WAL is
+    written in order. A claim lost with the server is the run still pending (sent again
+    by the reaper), as if its worker had died before its first checkpoint; a lost outcome
+    is the run still running on an expired lease, requeued by the reaper and gone on from
+    its last checkpoint, as if its worker had died before recording it. Checkpoints, the
+    state that must not be lost, keep synchronous commits."""
     if conf.DURABLE_RUN_SYNCHRONOUS_COMMIT:
         return "NULL"
     return "set_config('synchronous_commit', 'off', true)"
@@ -135,7 +122,20 @@ _THREAD = Thread._meta.db_table
 _CHECKPOINT = Checkpoint._meta.db_table
 _RUN_FIELDS = Run._meta.concrete_fields
 _THREAD_FIELDS = Thread._meta.concrete_fields
-ACTIVE = "(" + ", ".join(f"'{status}'" for status in Run.ACTIVE) + ")"
+
+
+def _literal(*values: str) -> str:
+    """Choices of the models as SQL: one quoted literal, or a parenthesized list of them
+    (the values are plain words: no quote to escape)."""
+    quoted = [f"'{value}'" for value in values]
+    return quoted[0] if len(values) == 1 else f"({', '.join(quoted)})"
+
+
+# The kinds of run that start from the thread's latest checkpoint, fixed when claimed.
+FROM_LATEST = (Run.Kind.START, Run.Kind.RESUME)
+ACTIVE = _literal(*Run.ACTIVE)
+_RUNNING, _PENDING = _literal(Run.Status.RUNNING), _literal(Run.Status.PENDING)
+_ROLLBACK = _literal(Run.Stop.ROLLBACK)
 
 # The rows of a batch of events, numbered from 1 (PostgreSQL): one array parameter per
 # column, so that the statement's text does not depend on the batch's size.
@@ -169,30 +169,21 @@ def _event_params(run_id: int, events: Sequence[Event]) -> dict:
 
 
 def insert_events(run: Run, events: Sequence[Event]) -> bool:
-    """Write ``events`` as run ``run``'s next ones, if ``run.attempt`` still holds it;
-    on PostgreSQL one statement, which also notifies the web processes that follow the
-    run (``durable.engine.follow``). Returns whether they were written."""
+    """Write ``events`` as run ``run``'s next ones, if ``run.attempt`` still holds it,
+    numbered by the INSERT itself (``durable.models.numbered``). On PostgreSQL one
+    statement, on psycopg's server-binding cursor (``durable.db.cursor``: prepared after
+    five runs), which also NOTIFYs ``CHANNEL`` for the web processes that follow the run
+    (``durable.engine.follow``). Returns whether they were written."""
     if not events:
         return True
     if _postgresql():
-        return _numbered(_insert_events_postgresql, run, events)
-    return _numbered(_insert_events_orm, run, events)
-
-
-def _numbered(write, *args):
-    """``write(*args)``, again when it lost a race to the same ``seq`` (``SEQ_ATTEMPTS``)."""
-    for attempt in range(SEQ_ATTEMPTS):
-        try:
-            return write(*args)
-        except (IntegrityError, psycopg.errors.UniqueViolation):
-            if attempt == SEQ_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
+        return numbered(_insert_events_postgresql, run, events)
+    return numbered(_insert_events_orm, run, events)
 
 
 _INSERT_HELD = (
     f"WITH held AS (SELECT {{commit}} FROM {_RUN} WHERE id = %(run)s AND attempt = %(attempt)s"
-    " AND status = 'running'),"
+    f" AND status = {_RUNNING}),"
     f" base AS ({_BASE}),"
     f" ins AS ({_INSERT_EVENTS.format(source='held, base')})"
     " SELECT count(*), pg_notify(%(channel)s, %(run_text)s) FROM ins"
@@ -269,23 +260,23 @@ _LOCK_THREAD = (
 # ``must_wait`` in SQL: an earlier run of the thread is running, or still waits.
 _MUST_WAIT = (
     f"EXISTS (SELECT 1 FROM {_RUN} o WHERE o.thread_id = {_RUN}.thread_id"
-    f" AND (o.status = 'running' OR (o.status = 'pending' AND o.id < {_RUN}.id)))"
+    f" AND (o.status = {_RUNNING} OR (o.status = {_PENDING} AND o.id < {_RUN}.id)))"
 )
 _CLAIM = (
-    f"UPDATE {_RUN} SET status = 'running', attempt = attempt + 1, worker = %(worker)s,"
+    f"UPDATE {_RUN} SET status = {_RUNNING}, attempt = attempt + 1, worker = %(worker)s,"
     " lease_expires_at = %(lease)s, started_at = COALESCE(started_at, %(now)s),"
     " checkpoint_id = CASE WHEN checkpoint_id <> '' THEN checkpoint_id"
     # durable.history.newest_checkpoint_id, inside this one statement.
-    " WHEN kind IN ('start', 'resume') THEN COALESCE("
+    f" WHEN kind IN {_literal(*FROM_LATEST)} THEN COALESCE("
     f"(SELECT checkpoint_id FROM {_CHECKPOINT} WHERE thread_id ="
     f" (SELECT thread_id FROM {_THREAD} WHERE id = {_RUN}.thread_id)"
     " AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1), '') ELSE '' END"
-    f" WHERE id = %(run)s AND status = 'pending' AND NOT {_MUST_WAIT}"
+    f" WHERE id = %(run)s AND status = {_PENDING} AND NOT {_MUST_WAIT}"
     f" RETURNING {', '.join(_q(f.column) for f in _RUN_FIELDS)}"
 )
 _LEAVE_WAITING = (
     f"UPDATE {_RUN} SET dispatched_at = NULL"
-    f" WHERE id = %(run)s AND status = 'pending' AND {_MUST_WAIT}"
+    f" WHERE id = %(run)s AND status = {_PENDING} AND {_MUST_WAIT}"
 )
 
 
@@ -310,7 +301,7 @@ def _claim_postgresql(run_id: int, worker: str, now, lease) -> Run | None:
 
 
 def _instance(model, fields, row):
-    values = [sql._from_db(f, v) for f, v in zip(fields, row, strict=True)]
+    values = [sql.from_db(f, v) for f, v in zip(fields, row, strict=True)]
     return model.from_db(USING, [f.attname for f in fields], values)
 
 
@@ -324,7 +315,7 @@ def _claim_orm(run_id: int, worker: str, now, lease) -> Run | None:
             Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(dispatched_at=None)
             return None
         head = ""
-        if not run.checkpoint_id and run.kind in (Run.Kind.START, Run.Kind.RESUME):
+        if not run.checkpoint_id and run.kind in FROM_LATEST:
             head = newest_checkpoint_id(thread.thread_id) or ""
         claimed = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
             status=Run.Status.RUNNING,
@@ -356,8 +347,8 @@ def finish(
     ``STOPPING`` when a rollback was requested meanwhile (nothing is written then: the
     caller rolls the run back)."""
     if _postgresql():
-        return _numbered(_finish_postgresql, run, status, fields, events, thread_status)
-    return _numbered(_finish_orm, run, status, fields, events, thread_status)
+        return numbered(_finish_postgresql, run, status, fields, events, thread_status)
+    return numbered(_finish_orm, run, status, fields, events, thread_status)
 
 
 def _finish_sql(fields: Sequence[str]) -> str:
@@ -365,8 +356,8 @@ def _finish_sql(fields: Sequence[str]) -> str:
     return (
         f"WITH ended AS (UPDATE {_RUN} SET status = %(status)s, ended_at = %(now)s,"
         f" lease_expires_at = NULL{sets}"
-        " WHERE id = %(run)s AND attempt = %(attempt)s AND status = 'running'"
-        " AND stop_requested <> 'rollback' RETURNING id),"
+        f" WHERE id = %(run)s AND attempt = %(attempt)s AND status = {_RUNNING}"
+        f" AND stop_requested <> {_ROLLBACK} RETURNING id),"
         f" base AS ({_BASE}),"
         f" ins AS ({_INSERT_EVENTS.format(source='ended, base')}),"
         # has_active_runs, then set_thread_status, in SQL
@@ -376,7 +367,7 @@ def _finish_sql(fields: Sequence[str]) -> str:
         f" FROM ended, busy WHERE {_THREAD}.id = %(thread)s AND NOT busy.busy RETURNING 1)"
         " SELECT (SELECT count(*) FROM ended), (SELECT busy FROM busy),"
         f" (SELECT stop_requested FROM {_RUN} WHERE id = %(run)s AND attempt = %(attempt)s"
-        " AND status = 'running'), (SELECT count(*) FROM ins), (SELECT count(*) FROM settled),"
+        f" AND status = {_RUNNING}), (SELECT count(*) FROM ins), (SELECT count(*) FROM settled),"
         " pg_notify(%(channel)s, %(run_text)s)"
     )
 
@@ -417,6 +408,10 @@ def _finish_orm(
             return STOPPING
         held(run).update(status=status, ended_at=timezone.now(), lease_expires_at=None, **fields)
         _create_events(run.pk, events)
+        # ``policy.settle_thread``'s first half (as ``_finish_sql``'s busy and settled):
+        # restated here, because policy imports records and not the other way round; the
+        # status was chosen by the caller (``policy.thread_status_after``), so the half
+        # that must read the graph's state is not needed.
         if has_active_runs(run.thread_pk):
             return QUEUED
         set_thread_status(run.thread_pk, thread_status)

@@ -26,7 +26,7 @@ from django.db import connections
 
 from durable import conf, retention
 from durable.engine import execution, lease, recovery
-from durable.engine.queue import RUN_TASK
+from durable.tasknames import RETENTION_TASK, RUN_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def execute_run(self, run_id: int) -> str:
     return execution.execute(run_id, worker=self.request.hostname or "")
 
 
-@shared_task(name="durable.sweep_retention")
+@shared_task(name=RETENTION_TASK)
 def sweep_retention() -> dict:
     """Apply the retention policies and delete the store's expired items
     (``durable.retention.sweep``). Scheduled by Celery beat every

@@ -241,7 +241,7 @@ def test_bootstrap_makes_the_first_admin_once(settings, tmp_path, monkeypatch):
     from django.contrib.auth import authenticate, get_user_model
     from django.core.management import call_command
 
-    settings.VAR_DIR = tmp_path
+    settings.DURABLE_VAR_DIR = tmp_path
     monkeypatch.delenv("DURABLE_ADMIN_PASSWORD", raising=False)
     out = io.StringIO()
     call_command("bootstrap", stdout=out)

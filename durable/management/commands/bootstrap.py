@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import secrets
+from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from durable import conf
 from durable.models import Membership, Role, Tenant
 
 
@@ -35,7 +36,7 @@ class Command(BaseCommand):
         # The user first, then the password: whoever reads the output learns whose it is.
         self.stdout.write(f"Created superuser {username!r}, an admin of tenant {tenant.slug!r}.")
         if not chosen:
-            path = settings.VAR_DIR / "admin-password"
+            path = Path(conf.DURABLE_VAR_DIR) / "admin-password"
             path.write_text(password + "\n")
             path.chmod(0o600)
             self.stdout.write(f"Its password: {password} (also in {path})")

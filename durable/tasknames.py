@@ -1,0 +1,7 @@
+"""The names the ``durable`` app's Celery tasks are registered under
+(``durable.engine.tasks``). This module imports nothing: the Celery app
+(``dashboard.celery``) and the settings' beat schedule name the tasks before Django is
+set up, and the engine sends a run by name without importing the tasks."""
+
+RUN_TASK = "durable.execute_run"  # durable.engine.tasks.execute_run
+RETENTION_TASK = "durable.sweep_retention"  # durable.engine.tasks.sweep_retention

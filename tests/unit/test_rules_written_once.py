@@ -1,0 +1,88 @@
+"""The engine's rules written once: a thread's active run (the page follows the running
+one, not a queued one), an answer's JSON Schema check, numbering events after a lost
+race, the SSE response, the Celery task names and where the app writes its files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.db import IntegrityError
+from django.urls import reverse
+
+from dashboard.celery import app as celery_app
+from durable import conf, engine, sse
+from durable.engine import checks, tasks
+from durable.models import SEQ_ATTEMPTS, Run, RunEvent, numbered
+from durable.tasknames import RETENTION_TASK, RUN_TASK
+from tests.helpers.threads import made_run
+
+
+@pytest.mark.django_db
+def test_the_thread_page_follows_its_running_run_not_the_one_queued_behind_it(client):
+    running = made_run()
+    queued = Run.objects.create(
+        thread=running.thread, graph=running.graph, kind="start", status=Run.Status.PENDING
+    )
+    assert engine.active_run(running.thread) == running
+    page = client.get(reverse("thread", args=[running.thread_pk])).content.decode()
+    seq = RunEvent.objects.highest_seq(running.pk)
+    assert f'sse-connect="{reverse("run-events", args=[running.pk])}?after={seq}"' in page
+    assert reverse("run-events", args=[queued.pk]) not in page
+
+
+def test_an_answer_is_checked_against_the_payloads_response_schema_unless_broken():
+    schema = {"type": "object", "properties": {"approved": {"type": "boolean"}}}
+    assert checks.response_schema({"question": "?", "response_schema": schema}) == schema
+    assert checks.response_schema({"response_schema": "not a schema"}) is None
+    assert checks.response_schema("a plain question") is None
+    error = checks.schema_error({"approved": "yes"}, schema)
+    assert list(error.absolute_path) == ["approved"]
+    assert checks.schema_error({"approved": True}, schema) is None
+    assert checks.schema_error("anything", {"type": "no such type"}) is None
+
+
+def test_a_numbered_write_is_made_again_after_a_lost_race_up_to_its_attempts():
+    calls = []
+
+    def write(value):
+        calls.append(value)
+        if len(calls) < SEQ_ATTEMPTS:
+            raise IntegrityError("duplicate seq")
+        return value
+
+    assert numbered(write, "written") == "written"
+    assert len(calls) == SEQ_ATTEMPTS
+
+    def always_refused():
+        calls.append(None)
+        raise IntegrityError("duplicate seq")
+
+    calls.clear()
+    with pytest.raises(IntegrityError):
+        numbered(always_refused)
+    assert len(calls) == SEQ_ATTEMPTS
+
+
+def test_the_sse_response_streams_events_uncached_and_unbuffered():
+    async def events():
+        yield sse.KEEPALIVE
+
+    response = sse.response(events())
+    assert response.streaming
+    assert response["Content-Type"] == "text/event-stream"
+    assert response["Cache-Control"] == "no-store"
+    assert response["X-Accel-Buffering"] == "no"
+
+
+def test_the_tasks_are_registered_under_the_names_the_engine_and_beat_send():
+    celery_app.loader.import_default_modules()
+    assert celery_app.tasks[RUN_TASK].name == tasks.execute_run.name == RUN_TASK
+    assert celery_app.tasks[RETENTION_TASK].name == tasks.sweep_retention.name
+
+
+def test_the_apps_files_go_to_durable_var_dir(settings):
+    assert conf.default("DURABLE_VAR_DIR") == Path("var")
+    assert conf.DURABLE_VAR_DIR == settings.VAR_DIR
+    del settings.DURABLE_VAR_DIR
+    assert conf.DURABLE_VAR_DIR == Path("var")
