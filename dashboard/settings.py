@@ -203,12 +203,14 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # Graphs that runs can name: name -> dotted path of a function returning an uncompiled
-# StateGraph. durable.graphs compiles each with DjangoSaver.
+# StateGraph. durable.graphs compiles each with DjangoSaver, and runs it with the thread's
+# tenant's part of the store.
 DURABLE_GRAPHS = {
     "expense_approval": "examples.expense_approval.build_graph",
     "parallel_review": "examples.parallel_review.build_graph",
     "fault_tolerance": "examples.fault_tolerance.build_graph",
     "email_reply": "examples.email_reply.build_graph",
+    "preferences": "examples.preferences.build_graph",
 }
 # More graphs from the environment, "name=dotted.path,name=dotted.path": the tests
 # register theirs this way, in their own process and in the workers they start.

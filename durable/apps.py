@@ -16,3 +16,8 @@ class DurableConfig(AppConfig):
         from durable.engine import records  # noqa: F401
 
         user_logged_in.connect(record_login, dispatch_uid="durable-audit-login")
+
+        # Graphs compiled with a DjangoSaver get their own schema types back.
+        from durable.persistence.serde import learn_schema_types_at_compile
+
+        learn_schema_types_at_compile()

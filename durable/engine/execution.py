@@ -24,7 +24,7 @@ from durable.engine import policy, queue, records
 from durable.engine.buffer import EventBuffer
 from durable.engine.lease import LOST, Lease
 from durable.engine.state import config_for
-from durable.graphs import get_graph
+from durable.graphs import get_graph, thread_graph
 from durable.history import newest_checkpoint_id, root_checkpoints
 from durable.models import Run, RunEvent
 from durable.persistence.metadata import MetadataKeyEquals
@@ -82,7 +82,7 @@ class _Execution:
 
     def __init__(self, run: Run):
         self.run = run
-        self.graph = get_graph(run.graph)
+        self.graph = thread_graph(run.thread)  # with the tenant's store
         self.control = RunControl()
         self.events = EventBuffer(run)
         self.lease = Lease(run, self.control, self.events)

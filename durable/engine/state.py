@@ -16,7 +16,7 @@ from langgraph.constants import START
 from langgraph.types import StateSnapshot
 
 from durable.engine.checks import InvalidRequest, checkpoint_config
-from durable.graphs import get_graph
+from durable.graphs import thread_graph
 from durable.models import Thread
 
 
@@ -48,7 +48,7 @@ def thread_state(thread: Thread, *, subgraphs: bool = False) -> StateSnapshot:
     has run on yet (created bare through the API) has an empty snapshot."""
     if not thread.graph:
         return _empty_state(thread)
-    return get_graph(thread.graph).get_state(config_for(thread), subgraphs=subgraphs)
+    return thread_graph(thread).get_state(config_for(thread), subgraphs=subgraphs)
 
 
 def state_at(
@@ -110,7 +110,7 @@ def thread_history(
             raise InvalidRequest("before", exc.message) from None
     if not thread.graph:
         return []
-    history = get_graph(thread.graph).get_state_history(
+    history = thread_graph(thread).get_state_history(
         config_for(thread), limit=limit, before=before_config, filter=filter
     )
     return list(history)
@@ -167,10 +167,11 @@ def graph_shape(thread: Thread) -> GraphShape:
 
 
 def graph_of(thread: Thread):
-    """The compiled graph of ``thread``. Raises ``InvalidRequest("thread")`` for a bare
-    thread, which has none until its first run."""
+    """The compiled graph of ``thread``, with its tenant's store (``thread_graph``).
+    Raises ``InvalidRequest("thread")`` for a bare thread, which has none until its
+    first run."""
     if not thread.graph:
         raise InvalidRequest(
             "thread", f"Thread {thread.name!r} has no graph yet: start a run on it first."
         )
-    return get_graph(thread.graph)
+    return thread_graph(thread)

@@ -8,6 +8,9 @@
   ``settings.DURABLE_SERDE_ALLOWLIST``. Anything else comes back as plain data instead
   of being imported and instantiated; the console reads stored state, and must not run
   whatever class a payload names.
+- A graph compiled with a ``DjangoSaver`` outside ``DURABLE_GRAPHS`` (a user's own)
+  gets its own schema types back too: ``compile()`` hands the saver a copy of its
+  serializer with them added (``learn_schema_types_at_compile``).
 - With ``settings.DURABLE_ENCRYPTION_KEY`` set (16, 24 or 32 characters), values are
   encrypted with AES (EAX) through LangGraph's ``EncryptedSerializer``; a wrong key makes
   reads fail with ``ValueError: MAC check failed``. Metadata is not serialized here: it
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
+from langgraph._internal import _serde as langgraph_serde
 from langgraph._internal._serde import build_serde_allowlist  # what compile() uses
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -71,3 +75,22 @@ def _graph_types(builder) -> set[tuple[str, ...]]:
         ),
     ]
     return build_serde_allowlist(schemas=schemas, channels=builder.channels)
+
+
+def learn_schema_types_at_compile() -> None:
+    """Have LangGraph add a graph's schema types to its saver's allowlist whenever it
+    compiles one, as it does only under ``LANGGRAPH_STRICT_MSGPACK=true``.
+
+    ``StateGraph.compile`` (``langgraph/graph/state.py``), ``@entrypoint``
+    (``langgraph/func``) and each run or state read (``Pregel._resolve_checkpointer``,
+    ``langgraph/pregel/main.py``) compute the types reachable from the graph's schemas
+    and channels (``build_serde_allowlist``) and call ``checkpointer.with_allowlist``,
+    but only when ``langgraph._internal._serde.STRICT_MSGPACK_ENABLED``, which they read
+    at each call, is true. That flag alone is set here, not the one that makes every
+    ``JsonPlusSerializer`` strict by default (``langgraph.checkpoint.serde._msgpack``):
+    a saver whose serializer revives anything (``InMemorySaver``'s default) is left as it
+    is (``with_msgpack_allowlist`` returns it unchanged), while a ``DjangoSaver``, strict
+    always, gets a copy whose allowlist also holds the graph's own types, as a saver
+    does in LangGraph's strict mode. Called once, when Django's apps are ready, so before
+    any ``DjangoSaver`` can exist."""
+    langgraph_serde.STRICT_MSGPACK_ENABLED = True
