@@ -188,7 +188,8 @@ def resume(
     options = run_options(metadata, durability, multitask_strategy, requested_by)
     with transaction.atomic():
         created = _submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
-        return _audited(audit.Action.RESUME, created)
+        decided = audit.answered(pending, command["resume"], by_id=answers is not None)
+        return _audited(audit.Action.RESUME, created, decided)
 
 
 def fork(
@@ -384,7 +385,10 @@ def answer_again(
             forked_from=checkpoint_id,
             **options,
         )
-        return _audited(audit.Action.RESUME, created, before=before, after=created.checkpoint_id)
+        decided = audit.answered(pending, command["resume"], by_id=answers is not None)
+        return _audited(
+            audit.Action.RESUME, created, decided, before=before, after=created.checkpoint_id
+        )
 
 
 def cancel(run: Run, *, requested_by: Any = None, reason: str = "") -> Run:
@@ -456,16 +460,21 @@ def _reason(options: dict) -> str:
     return reason if isinstance(reason, str) else ""
 
 
-def _audited(action: str, run: Run, **checkpoints: str) -> Run:
-    """Record the request of ``run`` in the audit trail; returns ``run``."""
+def _audited(action: str, run: Run, answers: list | None = None, **checkpoints: str) -> Run:
+    """Record the request of ``run`` in the audit trail; returns ``run``. ``answers``
+    (``audit.answered``) are a resume's decisions: kept in the event's detail, and a
+    rejection's reason is the event's reason when the request gave none of its own."""
+    detail = {"multitask_strategy": run.multitask_strategy}
+    if answers is not None:
+        detail["answers"] = answers
     audit.record(
         action,
         actor=run.requested_by,
         thread=run.thread,
         run=run,
         checkpoint_id=run.checkpoint_id or run.forked_from,
-        reason=_reason({"metadata": run.metadata}),
-        detail={"multitask_strategy": run.multitask_strategy},
+        reason=_reason({"metadata": run.metadata}) or audit.rejections(answers or []),
+        detail=detail,
         **checkpoints,
     )
     return run
