@@ -14,6 +14,7 @@ from langgraph.types import Command
 from durable import engine
 from durable.graphs import get_graph
 from durable.models import Checkpoint, Thread
+from tests.helpers.retention import history
 from tests.helpers.threads import at_interrupt, everything
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -58,6 +59,27 @@ def test_the_preview_is_what_the_fork_then_has_next_and_writes_nothing(as_node):
     assert engine.state_at(thread, forked.checkpoint_id).next == preview
     expected = {"validate": ("request_approval",), "__start__": ("validate",)}
     assert preview == expected.get(as_node, ())
+
+
+@pytest.mark.usefixtures("retention_graphs")
+@pytest.mark.parametrize(
+    ("n", "expected"), [(3, ("tick",)), (5, ("left", "right")), (8, ("review",))]
+)
+def test_the_preview_of_an_update_of_a_delta_channel_writes_nothing(n, expected):
+    # An update of a DeltaChannel saves its writes on the checkpoint it builds on: the
+    # sandbox keeps them, and the router, which reads n, decides the same.
+    thread = history("retention_delta", steps=8)
+    [past] = [s for s in engine.thread_history(thread, 100) if s.metadata["step"] == 4]
+    checkpoint = past.config["configurable"]["checkpoint_id"]
+    values = {"n": n, "log": ["edited"]}
+    before = everything()
+
+    preview = engine.next_after_update(thread, checkpoint, values, as_node="tick")
+
+    assert everything() == before
+    assert preview == expected
+    forked = engine.fork(thread, checkpoint, values, as_node="tick")
+    assert engine.state_at(thread, forked.checkpoint_id).next == preview
 
 
 def test_the_fork_form_shows_the_real_next_of_each_as_node(client):
