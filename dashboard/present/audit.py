@@ -49,7 +49,7 @@ def _in_words(answer: dict) -> str:
         return f"answer: {_json(answer.get('value'))}"
     action = answer.get("action")
     said = f"{kind} {'to ' if kind == 'response' else ''}{action}" if action else kind
-    if kind == "reject" and answer.get("message"):
+    if answer.get("message"):  # a rejection's reason, or a HITL respond's text
         return f"{said}: {answer['message']}"
     if kind == "edit" and "args" in answer:
         return f"{said}: {_json(answer['args'])}"
