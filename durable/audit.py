@@ -2,7 +2,8 @@
 
 ``record`` is called by the operations themselves (``durable.engine.operations``,
 ``durable.retention``, the token admin, the login signal), in the transaction that does
-the work, so an action and its event are committed together or not at all.
+the work, so an action and its event are committed together or not at all. A resume's
+event keeps what each answer decided (``answered``), not only that an answer was given.
 """
 
 from __future__ import annotations
@@ -53,6 +54,82 @@ def record(
         checkpoint_after=after or "",
         reason=reason or "",
         detail=detail or {},
+    )
+
+
+def answered(pending: list, resume: Any, by_id: bool) -> list[dict]:
+    """The decisions of a resume, one per answered action, for an event's ``detail``
+    (``"answers"``): ``{"interrupt_id", "decision", ...}`` where ``decision`` is
+
+    - for a LangChain v1 ``HITLRequest`` answer (``{"decisions": [...]}``), each
+      decision's ``type`` (``approve``, ``edit``, ``reject``, ...) with the ``action``
+      it answers, an edit's ``args`` and a rejection's ``message``;
+    - for an agent-inbox answer (a list of ``{"type", "args"}``), its ``type``
+      (``accept``, ``edit`` with the edited ``args``, ``response`` with its ``text``,
+      ``ignore``) with the ``action`` it answers;
+    - for any other answer, ``"answer"``, with the ``value`` given.
+
+    ``pending`` are the ``Interrupt``s answered; ``resume`` is the one answer (``by_id``
+    false) or ``{interrupt_id: answer}``. The payload shapes are the console's
+    (``dashboard.present.interrupts``)."""
+    answers = resume if by_id else {pending[0].id: resume}
+    values = {i.id: i.value for i in pending}
+    found = []
+    for interrupt_id, answer in answers.items():
+        for entry in _decisions(values.get(interrupt_id), answer):
+            found.append({"interrupt_id": interrupt_id, **entry})
+    return found
+
+
+def _decisions(asked: Any, answer: Any) -> list[dict]:
+    if isinstance(answer, dict) and _typed(answer.get("decisions")):
+        requests = asked.get("action_requests") if isinstance(asked, dict) else None
+        names = [r.get("name") for r in requests if isinstance(r, dict)] if requests else []
+        return [
+            _hitl(d, names[n] if n < len(names) else None)
+            for n, d in enumerate(answer["decisions"])
+        ]
+    if _typed(answer):
+        request = asked[0] if isinstance(asked, list) and asked else asked
+        action = request.get("action_request") if isinstance(request, dict) else None
+        name = action.get("action") if isinstance(action, dict) else None
+        return [_human(r, name) for r in answer]
+    return [{"decision": "answer", "value": answer}]
+
+
+def _typed(items: Any) -> bool:
+    """A non-empty list of ``{"type": str, ...}``: decisions or agent-inbox responses."""
+    return (
+        isinstance(items, list)
+        and bool(items)
+        and all(isinstance(i, dict) and isinstance(i.get("type"), str) for i in items)
+    )
+
+
+def _hitl(decision: dict, action: str | None) -> dict:
+    entry = {"decision": decision["type"], "action": action}
+    if "message" in decision:
+        entry["message"] = decision["message"]
+    edited = decision.get("edited_action")
+    if isinstance(edited, dict):
+        entry["args"] = edited.get("args")
+    return entry
+
+
+def _human(response: dict, action: str | None) -> dict:
+    entry = {"decision": response["type"], "action": action}
+    args = response.get("args")
+    if response["type"] == "edit":
+        entry["args"] = args.get("args") if isinstance(args, dict) else args
+    elif response["type"] == "response":
+        entry["text"] = args
+    return entry
+
+
+def rejections(answers: list[dict]) -> str:
+    """The reasons given with the rejections among ``answers`` (``answered``), joined."""
+    return "; ".join(
+        str(a["message"]) for a in answers if a["decision"] == "reject" and a.get("message")
     )
 
 

@@ -1,4 +1,5 @@
-"""The audit trail as CSV rows, in a form a spreadsheet opens without running anything."""
+"""The audit trail as the page and the CSV show it: a resume's decisions in words
+(``decisions``), and CSV rows in a form a spreadsheet opens without running anything."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ CSV_COLUMNS = [
     "checkpoint_id",
     "checkpoint_before",
     "checkpoint_after",
+    "decision",
     "reason",
     "detail",
 ]
@@ -31,6 +33,35 @@ class _Echo:
         return value
 
 
+def decisions(event: AuditEvent) -> str:
+    """What a resume decided, in words, from the event's ``detail["answers"]``
+    (``durable.audit.answered``): ``approve pay_expense``, ``reject pay_expense: <its
+    reason>``, ``edit pay_expense: <the edited arguments as JSON>``, ``response to
+    <action>: <text>``, ``answer: <JSON>``..., joined by ``; ``; ``""`` for an event that
+    answered nothing."""
+    answers = event.detail.get("answers") if isinstance(event.detail, dict) else None
+    return "; ".join(_in_words(a) for a in answers or () if isinstance(a, dict))
+
+
+def _in_words(answer: dict) -> str:
+    kind = str(answer.get("decision", ""))
+    if kind == "answer":
+        return f"answer: {_json(answer.get('value'))}"
+    action = answer.get("action")
+    said = f"{kind} {'to ' if kind == 'response' else ''}{action}" if action else kind
+    if answer.get("message"):  # a rejection's reason, or a HITL respond's text
+        return f"{said}: {answer['message']}"
+    if kind == "edit" and "args" in answer:
+        return f"{said}: {_json(answer['args'])}"
+    if kind == "response" and answer.get("text") is not None:
+        return f"{said}: {answer['text']}"
+    return said
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
 def csv_lines(events: Iterable[AuditEvent]) -> Iterator[str]:
     """The header line, then one line per event (``events`` with their tenant)."""
     writer = csv.writer(_Echo())
@@ -40,7 +71,9 @@ def csv_lines(events: Iterable[AuditEvent]) -> Iterator[str]:
 
 
 def _csv_row(event: AuditEvent) -> list:
-    values = {c: getattr(event, c) for c in CSV_COLUMNS if c not in ("tenant", "created_at")}
+    own = ("tenant", "created_at", "decision")
+    values = {c: getattr(event, c) for c in CSV_COLUMNS if c not in own}
+    values["decision"] = decisions(event)
     values["tenant"] = event.tenant.slug if event.tenant else ""
     values["created_at"] = event.created_at.isoformat()
     values["detail"] = json.dumps(event.detail, sort_keys=True, default=str)

@@ -1,9 +1,11 @@
 """One checkpoint as the inspector, the diff and the fork pages show it: its tasks with
 their errors, interrupts and subgraphs, its pending writes, the node(s) that wrote it,
-and the links to its parent and children. Values come highlighted
-(``dashboard.present.values``)."""
+what would run next after an update of it, and the links to its parent and children.
+Values come highlighted (``dashboard.present.values``)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from django.urls import reverse
 
@@ -64,6 +66,36 @@ def writers(thread, snapshot) -> list[str]:
         return []
     parent_state = engine.state_at(thread, parent["configurable"]["checkpoint_id"])
     return [task.name for task in parent_state.tasks]
+
+
+@dataclass(frozen=True)
+class AfterUpdate:
+    """What LangGraph would run after an update of a checkpoint as ``as_node``: the
+    ``next`` task names (``()``: nothing, the thread would end there), or ``refused``,
+    the engine's words when it would refuse the update."""
+
+    as_node: str
+    next: tuple[str, ...] = ()
+    refused: str = ""
+
+    @property
+    def ends(self) -> bool:
+        return not self.next and not self.refused
+
+
+def after_update(thread, checkpoint_id: str, nodes, values=None) -> dict[str, AfterUpdate]:
+    """``{as_node: AfterUpdate}`` for each of ``nodes``, the update being ``values`` (state
+    keys, or ``None``) as that node: LangGraph's own answer, computed on a sandbox
+    (``durable.engine.next_after_update``), so nothing is written."""
+    found = {}
+    for node in nodes:
+        try:
+            found[node] = AfterUpdate(
+                node, engine.next_after_update(thread, checkpoint_id, values, as_node=node)
+            )
+        except engine.InvalidRequest as exc:
+            found[node] = AfterUpdate(node, refused=exc.message)
+    return found
 
 
 def parent_url(thread, snapshot, ns: str) -> str:

@@ -3,7 +3,6 @@ here in layers so that no JavaScript renderer or CDN is needed.
 
 Each node's layer is its longest distance from ``__start__`` along edges that do not
 close a cycle; edges that do (a loop back) are drawn curving round the right side.
-``next_after`` lists what may follow each node, for the fork page.
 """
 
 from __future__ import annotations
@@ -89,15 +88,6 @@ def picture(drawing, current: set[str] = frozenset()) -> Picture:
             path = _arrow_path(result.boxes[source], result.boxes[target], is_back, result.width)
             result.arrows.append(Arrow(source, target, path, conditional, is_back))
     return result
-
-
-def next_after(shape) -> dict[str, list[str]]:
-    """``{node: the nodes its edges lead to, sorted}`` for every node of ``shape``
-    (a ``durable.engine.GraphShape``), in the graph's order."""
-    return {
-        node: sorted({target for source, target in shape.edges if source == node})
-        for node in shape.nodes
-    }
 
 
 def _back_edges(node_ids: list[str], edges: list[tuple[str, str, bool]]) -> set[tuple]:

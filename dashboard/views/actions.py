@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods
 from dashboard import access
 from dashboard.forms import ForkForm, ReplayForm, refusal
 from dashboard.http import see_other
-from dashboard.present import checkpoint, graph
+from dashboard.present import checkpoint
 from durable import engine
 from durable.values import jsonable
 
@@ -42,10 +42,13 @@ def _at_checkpoint(request, pk: int, checkpoint_id: str):
 def fork(request, pk: int, checkpoint_id: str):
     """Fork thread ``pk`` at ``checkpoint_id`` (``ForkForm``): ``durable.engine.fork``
     with the changed state keys, ``as_node``, ``run`` and the reason as metadata; then
-    303 to the fork's run, or to the thread when it does not run. Refused (400, the
-    form with its errors, nothing changed): bad JSON in a key (the error names it), a
-    node the graph does not have, no reason, an update the graph cannot take, a busy
-    thread. 404 for a thread not visible or a checkpoint that is not the thread's."""
+    303 to the fork's run, or to the thread when it does not run. The form shows, per
+    as_node, what LangGraph would run next after the update (``checkpoint.after_update``,
+    nothing written). Refused (400, the form with its errors, nothing changed): bad JSON
+    in a key (the error names it), a node the graph does not have, no reason, an update
+    the graph cannot take, a run asked for after an update that leaves nothing to run
+    (the fork alone is allowed: unticking the run is the operator's explicit choice),
+    a busy thread. 404 for a thread not visible or a checkpoint that is not the thread's."""
     thread, snapshot, error_page = _at_checkpoint(request, pk, checkpoint_id)
     if error_page:
         return error_page
@@ -70,13 +73,17 @@ def fork(request, pk: int, checkpoint_id: str):
             if result.run is not None:
                 return see_other(reverse("run", args=[result.run.pk]))
             return see_other(reverse("thread", args=[thread.pk]))
+    # What each as_node would run next with the values submitted (as they are, unsent).
+    values = getattr(form, "values", None) if form.is_bound else None
+    after = checkpoint.after_update(thread, checkpoint_id, shape.nodes, values)
     context = {
         "thread": thread,
         "snapshot": snapshot,
         "checkpoint_id": checkpoint_id,
         "form": form,
         "writers": wrote,
-        "next_after": graph.next_after(shape),
+        "after": after,
+        "chosen": after.get(form["as_node"].value()),
     }
     status = 400 if form.is_bound else 200
     return render(request, "dashboard/fork.html", context, status=status)

@@ -13,15 +13,15 @@ from django.views.decorators.http import require_GET
 
 from dashboard import access
 from dashboard.forms import AuditFilter
-from dashboard.present.audit import csv_lines
+from dashboard.present.audit import csv_lines, decisions
 
 PAGE_SIZE = 100
 
 
 @require_GET
 def audit(request):
-    """The tenant's audit events, newest first, ``PAGE_SIZE`` a page; bad filters are
-    form errors (400) naming the parameter."""
+    """The tenant's audit events, newest first, ``PAGE_SIZE`` a page, a resume's with
+    its decisions in words; bad filters are form errors (400) naming the parameter."""
     filterset = AuditFilter(request.GET, queryset=access.audit_events(request))
     if not filterset.is_valid():
         return render(request, "dashboard/audit.html", {"filter": filterset}, status=400)
@@ -33,7 +33,12 @@ def audit(request):
     return render(
         request,
         "dashboard/audit.html",
-        {"filter": filterset, "page": page, "query": query.urlencode()},
+        {
+            "filter": filterset,
+            "page": page,
+            "rows": [(event, decisions(event)) for event in page],
+            "query": query.urlencode(),
+        },
     )
 
 

@@ -45,7 +45,10 @@ def update_state(request, thread_id: str, body: StateUpdate):
     """``update_state`` at ``checkpoint`` (default: the latest) with ``values`` (state
     keys; reducers apply), as if node ``as_node`` had written them (or LangGraph's
     ``__copy__``, ``__input__``, ``__end__``). History is not edited: a new checkpoint
-    branches off that one. Returns ``{"checkpoint": ...}``, the new checkpoint."""
+    branches off that one. Returns ``{"checkpoint": ...}``, the new checkpoint. The
+    thread's status follows it, as the Agent Server's does: ``error`` if the thread's
+    last run failed, else ``interrupted`` if the new checkpoint has next tasks, else
+    ``idle``."""
     thread = access.thread(request, thread_id)
     may_change(request)
     checkpoint_id = chosen_checkpoint(body)

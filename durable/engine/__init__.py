@@ -4,7 +4,9 @@ Requests (``durable.engine.operations``): ``create_thread``, ``update_thread_met
 ``start``, ``resume``, ``fork``, ``close``, ``replay``, ``answer_again``, ``cancel``,
 ``delete_thread``. State reads (``durable.engine.state``): ``thread_state``, ``state_at``,
 ``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``,
-``graph_shape``, ``config_for``. A thread's ``active_run`` (``durable.engine.policy``).
+``graph_shape``, ``config_for``; what an update would run next, written nowhere
+(``durable.engine.update``): ``next_after_update``. A thread's ``active_run``
+(``durable.engine.policy``).
 Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
 
 Below them, the engine's own modules: ``policy`` (queueing rules, no broker), ``queue``
@@ -39,6 +41,7 @@ from durable.engine.state import (
     thread_history,
     thread_state,
 )
+from durable.engine.update import NOTHING_NEXT, next_after_update
 
 __all__ = [
     "InvalidRequest",
@@ -64,4 +67,6 @@ __all__ = [
     "pending_interrupts",
     "GraphShape",
     "graph_shape",
+    "next_after_update",
+    "NOTHING_NEXT",
 ]

@@ -26,7 +26,6 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from langgraph.constants import END
-from langgraph.errors import InvalidUpdateError
 
 from durable import audit
 from durable.engine import policy, queue
@@ -45,6 +44,7 @@ from durable.engine.checks import (
 )
 from durable.engine.records import lock_thread, set_thread_status
 from durable.engine.state import graph_of, pending_interrupts
+from durable.engine.update import NOTHING_NEXT, apply
 from durable.graphs import get_graph
 from durable.models import Checkpoint, Run, Tenant, Thread
 from durable.persistence.checkpoint import DjangoSaver
@@ -188,7 +188,8 @@ def resume(
     options = run_options(metadata, durability, multitask_strategy, requested_by)
     with transaction.atomic():
         created = _submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
-        return _audited(audit.Action.RESUME, created)
+        decided = audit.answered(pending, command["resume"], by_id=answers is not None)
+        return _audited(audit.Action.RESUME, created, decided)
 
 
 def fork(
@@ -219,8 +220,11 @@ def fork(
     worker died goes on from the thread's newest checkpoint (``durable.engine.execution``); a
     branch written meanwhile would be taken for the run's own progress. Other errors:
     ``checkpoint_id`` (not the thread's), ``as_node``, ``values``, and those of
-    ``start``. The update and the Run are written in one transaction: a refused
-    request leaves no checkpoint behind.
+    ``start``; and ``as_node`` for ``run=True`` when the new checkpoint has no next
+    task (the run would run nothing: ``durable.engine.update.NOTHING_NEXT``). The
+    update and the Run are written in one transaction: a refused request leaves no
+    checkpoint behind. Without a run, the thread's status follows the new checkpoint
+    (``policy.thread_status_after_update``).
 
     ``metadata`` (e.g. ``{"reason": ...}`` from the console) is added to the new
     checkpoint's metadata, so a fork that does not run still records why it was made,
@@ -274,8 +278,17 @@ def _fork(
                 "look at it again.",
             )
         # The saver adds the config's metadata to the checkpoint's.
-        config = _update_state(compiled, {**base, "metadata": options["metadata"]}, values, as_node)
+        config = apply(compiled, {**base, "metadata": options["metadata"]}, values, as_node)
+        has_next = bool(compiled.get_state(config).next)
         created = None
+        if run and not has_next:
+            # A run from a checkpoint with no next task runs nothing and ends "success".
+            counts_as = f"as_node {as_node!r}" if as_node else "this update"
+            raise InvalidRequest(
+                "as_node",
+                f"With {counts_as}, {NOTHING_NEXT}: the new checkpoint has no next task. "
+                "Fork without running it, or choose another as_node.",
+            )
         if run:
             created = _submit(
                 thread,
@@ -286,7 +299,7 @@ def _fork(
                 **options,
             )
         else:
-            set_thread_status(thread.pk, Thread.Status.IDLE)
+            set_thread_status(thread.pk, policy.thread_status_after_update(thread, has_next))
         audit.record(
             # A fork as __end__ with no values closes the thread without resuming it.
             audit.Action.CLOSE if as_node == END and values is None else audit.Action.FORK,
@@ -363,7 +376,7 @@ def answer_again(
         thread = lock_thread(thread)
         _refuse_if_busy(thread, "fork")
         before = audit.head_checkpoint(thread)
-        config = _update_state(compiled, base, None, COPY)
+        config = apply(compiled, base, None, COPY)
         created = _submit(
             thread,
             kind=Run.Kind.RESUME,
@@ -372,7 +385,10 @@ def answer_again(
             forked_from=checkpoint_id,
             **options,
         )
-        return _audited(audit.Action.RESUME, created, before=before, after=created.checkpoint_id)
+        decided = audit.answered(pending, command["resume"], by_id=answers is not None)
+        return _audited(
+            audit.Action.RESUME, created, decided, before=before, after=created.checkpoint_id
+        )
 
 
 def cancel(run: Run, *, requested_by: Any = None, reason: str = "") -> Run:
@@ -444,16 +460,21 @@ def _reason(options: dict) -> str:
     return reason if isinstance(reason, str) else ""
 
 
-def _audited(action: str, run: Run, **checkpoints: str) -> Run:
-    """Record the request of ``run`` in the audit trail; returns ``run``."""
+def _audited(action: str, run: Run, answers: list | None = None, **checkpoints: str) -> Run:
+    """Record the request of ``run`` in the audit trail; returns ``run``. ``answers``
+    (``audit.answered``) are a resume's decisions: kept in the event's detail, and a
+    rejection's reason is the event's reason when the request gave none of its own."""
+    detail = {"multitask_strategy": run.multitask_strategy}
+    if answers is not None:
+        detail["answers"] = answers
     audit.record(
         action,
         actor=run.requested_by,
         thread=run.thread,
         run=run,
         checkpoint_id=run.checkpoint_id or run.forked_from,
-        reason=_reason({"metadata": run.metadata}),
-        detail={"multitask_strategy": run.multitask_strategy},
+        reason=_reason({"metadata": run.metadata}) or audit.rejections(answers or []),
+        detail=detail,
         **checkpoints,
     )
     return run
@@ -487,30 +508,3 @@ def _check_rollback_base(thread: Thread, checkpoint_id: str, strategy: str) -> N
             f"Checkpoint {checkpoint_id!r} was written by run {written_by}, which a "
             "rollback would delete; use interrupt or enqueue.",
         )
-
-
-def _update_state(compiled, base: dict, values: Any, as_node: str | None) -> dict:
-    """``update_state`` in the caller's transaction (it calls the saver on this thread's
-    connection), its refusals as ``InvalidRequest``."""
-    if as_node is not None and as_node != COPY:
-        # LangGraph records no node on an update's checkpoint (metadata "writes" is
-        # gone), and the update's task path does not name it: the saver merges the
-        # config's metadata, so the history can say which node the fork counts as.
-        base = {**base, "metadata": {**base.get("metadata", {}), "as_node": as_node}}
-    try:
-        return compiled.update_state(base, values, as_node=as_node)
-    except InvalidUpdateError as exc:
-        message = str(exc).split("\n")[0]
-        field = "as_node" if "as_node" in message or "Node " in message else "values"
-        if "Ambiguous update" in message:
-            message = (
-                "LangGraph cannot tell which node this update comes from (several "
-                "wrote last); name one with as_node."
-            )
-        raise InvalidRequest(field, message) from None
-    except Exception as exc:
-        # update_state runs the graph's own code (the routers after as_node, reducers);
-        # an update that code cannot take is refused, and the transaction undone.
-        raise InvalidRequest(
-            "values", f"The graph could not apply this update: {type(exc).__name__}: {exc}"
-        ) from None

@@ -175,6 +175,17 @@ def thread_status_after(ended: str | None, interrupts_waiting: bool = False) -> 
     return Thread.Status.INTERRUPTED if interrupts_waiting else Thread.Status.IDLE
 
 
+def thread_status_after_update(thread: Thread, has_next: bool) -> str:
+    """The thread's status after ``update_state`` wrote a checkpoint on it with no run
+    to follow, as LangGraph's Agent Server sets it: ``error`` if the thread's last run
+    failed, else ``interrupted`` if the new checkpoint has next tasks (``has_next``: it
+    waits to be resumed), else ``idle``."""
+    last = thread.runs.order_by("-pk").values_list("status", flat=True).first()
+    if last == Run.Status.ERROR:
+        return Thread.Status.ERROR
+    return Thread.Status.INTERRUPTED if has_next else Thread.Status.IDLE
+
+
 def settle_thread(thread_pk: int, ended: str | None = None) -> Sends:
     """After a run ended (with status ``ended``) or went away (``None``): a thread with
     queued runs is to dispatch its next one (returned as ``Sends``); otherwise its status

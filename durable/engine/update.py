@@ -1,0 +1,137 @@
+"""LangGraph's ``update_state`` as the engine applies it: for real, in the caller's
+transaction (``apply``), or on a sandbox that writes nothing, to tell what the update's
+checkpoint would run next (``next_after_update``).
+
+What runs after an update is LangGraph's to say, not the drawing's: a node that routes
+with ``Command(goto=...)`` has no edges to follow, and its update without a ``goto``
+leaves no next task at all. So the preview runs LangGraph's own ``update_state`` and
+``get_state`` against ``Sandbox``, a saver that reads the thread's checkpoints through
+the real saver and keeps whatever the update writes in memory, then throws it away.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    copy_checkpoint,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.errors import InvalidUpdateError
+
+from durable.engine.checks import COPY, InvalidRequest, check_update, checkpoint_config
+from durable.engine.state import graph_of
+from durable.models import Thread
+
+# What an operator is told of an update whose checkpoint has no next task.
+NOTHING_NEXT = "nothing would run; the thread would end here"
+
+
+def apply(compiled, base: dict, values: Any, as_node: str | None) -> dict:
+    """``compiled.update_state(base, values, as_node=as_node)``, its refusals as
+    ``InvalidRequest`` (``as_node`` or ``values``); returns the new checkpoint's config.
+    With the graph's own saver it writes in the caller's transaction (the saver uses
+    this thread's connection)."""
+    if as_node is not None and as_node != COPY:
+        # LangGraph records no node on an update's checkpoint (metadata "writes" is
+        # gone), and the update's task path does not name it: the saver merges the
+        # config's metadata, so the history can say which node the fork counts as.
+        base = {**base, "metadata": {**base.get("metadata", {}), "as_node": as_node}}
+    try:
+        return compiled.update_state(base, values, as_node=as_node)
+    except InvalidUpdateError as exc:
+        message = str(exc).split("\n")[0]
+        field = "as_node" if "as_node" in message or "Node " in message else "values"
+        if "Ambiguous update" in message:
+            message = (
+                "LangGraph cannot tell which node this update comes from (several "
+                "wrote last); name one with as_node."
+            )
+        raise InvalidRequest(field, message) from None
+    except Exception as exc:
+        # update_state runs the graph's own code (the routers after as_node, reducers);
+        # an update that code cannot take is refused, and the transaction undone.
+        raise InvalidRequest(
+            "values", f"The graph could not apply this update: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def next_after_update(
+    thread: Thread, checkpoint_id: str, values: Any = None, *, as_node: str | None = None
+) -> tuple[str, ...]:
+    """The names of the tasks LangGraph would run next (the ``next`` of the checkpoint
+    that ``fork(thread, checkpoint_id, values, as_node=as_node)`` would write), or
+    ``()`` when the thread would end there. Nothing is written: the update runs on a
+    ``Sandbox``. Raises ``InvalidRequest`` as ``fork`` would refuse the update
+    (``checkpoint_id``, ``as_node``, ``values``)."""
+    base = checkpoint_config(thread, checkpoint_id)
+    compiled = graph_of(thread)
+    check_update(compiled, values, as_node)
+    sandboxed = compiled.copy({"checkpointer": Sandbox(compiled.checkpointer)})
+    return sandboxed.get_state(apply(sandboxed, base, values, as_node)).next
+
+
+class Sandbox(BaseCheckpointSaver):
+    """A saver over ``base`` that writes nothing there: reads go to ``base``, and what
+    is put is kept in this object, which reads it back (a checkpoint by its id; writes
+    put against one of ``base``'s checkpoints come after its own pending writes).
+    Enough of a saver for ``update_state`` and ``get_state``: no ``list``, no async."""
+
+    def __init__(self, base: BaseCheckpointSaver):
+        super().__init__(serde=base.serde)
+        self.base = base
+        self.saved: dict[str, CheckpointTuple] = {}
+        self.writes: defaultdict[str, list] = defaultdict(list)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is None and self.saved:
+            checkpoint_id = max(self.saved)  # uuid6 ids sort by time: the latest put
+        found = self.saved.get(checkpoint_id) or self.base.get_tuple(config)
+        if found is None:
+            return None
+        extra = self.writes.get(found.checkpoint["id"], [])
+        return found._replace(pending_writes=[*(found.pending_writes or []), *extra])
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        conf = config["configurable"]
+        where = {"thread_id": conf["thread_id"], "checkpoint_ns": conf.get("checkpoint_ns", "")}
+        saved = {"configurable": {**where, "checkpoint_id": checkpoint["id"]}}
+        parent_id = conf.get("checkpoint_id")
+        parent = {"configurable": {**where, "checkpoint_id": parent_id}} if parent_id else None
+        self.saved[checkpoint["id"]] = CheckpointTuple(
+            saved,
+            copy_checkpoint(checkpoint),
+            get_serializable_checkpoint_metadata(config, metadata),
+            parent,
+            [],
+        )
+        return saved
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        target = self.writes[config["configurable"]["checkpoint_id"]]
+        target.extend((task_id, channel, value) for channel, value in writes)
+
+    def get_next_version(self, current, channel=None):
+        return self.base.get_next_version(current, channel)
