@@ -82,7 +82,7 @@ def start_runs(tmp_path, count: int, fail: str = "") -> list[Run]:
     runs = []
     for i in range(count):
         directory = tmp_path / f"run-{i}"
-        directory.mkdir()
+        directory.mkdir(parents=True)
         runs.append(engine.start("counted", {"dir": str(directory), "fail": fail, "log": []}))
     return runs
 
@@ -181,3 +181,20 @@ def test_a_nodes_own_error_still_ends_its_run(patient_worker, tmp_path):
     assert failing.error_message == "left was told to fail"
     all_ended(runs, timeout=30)
     assert_all_succeeded_once(runs, tmp_path)
+
+
+def test_a_claim_on_a_dropped_connection_is_tried_again(patient_worker, tmp_path):
+    """Right after a run, a pool process keeps its connections for the next one without
+    checking them (``dashboard.celery``). Those are dropped, and a run is started at
+    once: its claim meets a dead connection and is tried again on a fresh one, instead
+    of leaving the run pending until the redispatch (300 s here)."""
+    # Both pool processes have just run one.
+    all_ended(start_runs(tmp_path / "before", 2), timeout=30)
+    terminate_backends()
+    started = time.monotonic()
+    (run,) = start_runs(tmp_path, 1)
+
+    run = finished(run, timeout=GOES_ON_WITHIN + 20)
+    took = time.monotonic() - started
+    assert took < GOES_ON_WITHIN, f"the run ended {took:.1f} s after it was started"
+    assert_all_succeeded_once([run], tmp_path)
