@@ -135,7 +135,8 @@ class _Execution:
         for a next attempt on a fresh connection (this worker's or another's)."""
         sql.replace_connection(records.USING)
         self._flush()
-        detail = f"database fault ({type(exc).__name__}: {exc}); re-enqueued".strip()
+        first_line = next(iter(str(exc).splitlines()), "")
+        detail = f"database fault ({type(exc).__name__}: {first_line}); re-enqueued"
         return sql.retrying(requeue, self.run, detail)
 
     def _failed(self, exc: Exception) -> str:
