@@ -1,5 +1,7 @@
 """Database plumbing below the ORM: the SQL DjangoSaver, DjangoStore and the run records share
-on their hot paths, and connections borrowed from async code.
+on their hot paths, connections borrowed from async code, and what a fault of the database
+itself is (``is_fault``) and how work goes on after one (``replace_connection``,
+``retrying``).
 
 Django's ORM wraps every ``bulk_create`` in a transaction of its own and, on PostgreSQL,
 binds parameters on the client, so a blob travels as hex text inside the SQL. The saver
@@ -11,14 +13,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
+import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import psycopg
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import InterfaceError, connections
 from django.db.models import BinaryField, DateTimeField, JSONField
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -26,6 +31,8 @@ from django.utils.dateparse import parse_datetime
 from durable import conf
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -271,3 +278,88 @@ def _borrowing(read: Callable[..., T]) -> Callable[..., T]:
 async def borrow(read: Callable[..., T], *args) -> T:
     """``read(*args)``, an ORM function, run from async code on a borrowed connection."""
     return await sync_to_async(_borrowing(read))(*args)
+
+
+# -- faults of the database itself -------------------------------------------------------
+
+# SQLSTATEs of a server-side error that is the database's own state, not the statement's
+# (PostgreSQL's Appendix A): the connection (class 08), the server shutting down or
+# starting (57P01-57P03), too many connections, a transaction that lost to another
+# (serialization failure, deadlock). A client-side psycopg error (no SQLSTATE) is a lost
+# connection or a pool that gave none in time (``psycopg_pool.PoolTimeout``).
+_FAULT_SQLSTATES = {"57P01", "57P02", "57P03", "53300", "40001", "40P01"}
+# SQLite's busy and locked result codes (the primary code is the low byte).
+_SQLITE_BUSY = {5, 6}
+# A delay between tries after a fault doubles from the first to the last (seconds).
+RETRY_DELAYS = (0.1, 2.0)
+
+
+def is_fault(exc: BaseException) -> bool:
+    """Whether ``exc`` is a fault of the database itself (a connection lost or closed,
+    the server shutting down, a serialization failure or deadlock, SQLite busy) rather
+    than of the code that used it: ``exc`` or an exception it was raised from
+    (``__cause__``: Django wraps the driver's errors so, as LangGraph wraps a few of its
+    own). A query the server refused (a syntax error, a constraint, a statement
+    timeout) is not: running it again would fail again."""
+    while exc is not None:
+        if isinstance(exc, psycopg.InterfaceError):
+            return True
+        if isinstance(exc, psycopg.OperationalError):
+            state = exc.sqlstate
+            return state is None or state.startswith("08") or state in _FAULT_SQLSTATES
+        if isinstance(exc, sqlite3.OperationalError):
+            return getattr(exc, "sqlite_errorcode", 0) & 0xFF in _SQLITE_BUSY
+        if isinstance(exc, InterfaceError) and exc.__cause__ is None:
+            return True  # Django's own: "connection already closed"
+        exc = exc.__cause__
+    return False
+
+
+def replace_connection(using: str) -> None:
+    """After a fault: this thread's connection on ``using`` closed, so that its next query
+    opens another (a pooled one goes back to its pool, which drops it when broken), and
+    the pool's idle connections checked (``ConnectionPool.check``: the broken ones are
+    dropped), as a fault that ended one connection often ended them all. Errors of the
+    close and the check are logged, not raised: the connection is gone either way."""
+    connection = connections[using]
+    try:
+        connection.close()
+    except Exception:
+        logger.debug("closing a broken connection failed", exc_info=True)
+    if connection.vendor == "postgresql" and connection.settings_dict["OPTIONS"].get("pool"):
+        try:
+            if not connection.pool.closed:
+                connection.pool.check()
+        except Exception:
+            logger.debug("checking the pool failed", exc_info=True)
+
+
+def retrying(
+    work: Callable[..., T], *args, using: str = "default", wait: float | None = None, **kwargs
+) -> T:
+    """``work(*args, **kwargs)``, tried again on a fresh connection (``replace_connection``)
+    after each fault of the database (``is_fault``), with a delay that doubles from
+    ``RETRY_DELAYS[0]`` to ``RETRY_DELAYS[1]`` seconds, for up to ``wait`` seconds
+    (default ``DURABLE_RUN_LEASE_SECONDS``: beyond it the reaper takes a worker's run
+    over anyway). Then, or on any other error, the error propagates. ``work`` must be
+    safe to run again after a fault: its own transaction, rolled back by the fault, or
+    a write fenced so that a second one changes nothing. Inside a transaction the fault
+    is the transaction's: it propagates at once."""
+    deadline = time.monotonic() + (conf.DURABLE_RUN_LEASE_SECONDS if wait is None else wait)
+    delay = RETRY_DELAYS[0]
+    while True:
+        try:
+            return work(*args, **kwargs)
+        except Exception as exc:
+            if (
+                not is_fault(exc)
+                or connections[using].in_atomic_block
+                or time.monotonic() + delay > deadline
+            ):
+                raise
+            logger.warning(
+                "database fault (%s: %s); trying again in %g s", type(exc).__name__, exc, delay
+            )
+            replace_connection(using)
+            time.sleep(delay)
+            delay = min(delay * 2, RETRY_DELAYS[1])

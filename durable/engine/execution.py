@@ -1,6 +1,14 @@
 """Executing a claimed run in a Celery worker: claim it (``records.claim``), stream its
 graph under a lease (``durable.engine.lease``), buffer each chunk as a ``RunEvent``
 (``durable.engine.buffer``), then record how it ended, or drain it when asked to stop.
+
+A fault of the database itself (``durable.db.is_fault``: a connection lost, the server
+restarting, a deadlock) is not the graph's failure. The claim and the outcome are tried
+again on a fresh connection (``durable.db.retrying``); a fault while a chunk's events or
+the lease are written is logged and streaming goes on; a fault that stops the graph
+(its checkpointer's, say) abandons the attempt: the run goes back to pending and is
+enqueued at once (``requeue``), and its next attempt goes on from its last checkpoint
+(``_go_on_from``), so nodes whose writes were saved do not run again.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt
 
 from durable import conf
+from durable import db as sql
 from durable.engine import policy, queue, records
 from durable.engine.buffer import EventBuffer
 from durable.engine.lease import LOST, Lease
@@ -46,7 +55,7 @@ def execute(run_id: int, *, worker: str = "") -> str:
     run no longer exists. A run that is not pending, or that must wait for an earlier
     run of its thread, is left as it is."""
     lease = conf.DURABLE_RUN_LEASE_SECONDS
-    run, claimed = records.claim(run_id, worker or "worker", lease)
+    run, claimed = sql.retrying(records.claim, run_id, worker or "worker", lease)
     if run is None:
         logger.warning("run %s no longer exists", run_id)
         return "missing"
@@ -56,7 +65,9 @@ def execute(run_id: int, *, worker: str = "") -> str:
         execution = _Execution(run)
     except Exception as exc:  # e.g. a graph no longer registered: end it, not retry it
         logger.exception("run %s cannot start", run.pk)
-        return end(run, Run.Status.ERROR, error_type=type(exc).__name__, error_message=str(exc))
+        return sql.retrying(
+            end, run, Run.Status.ERROR, error_type=type(exc).__name__, error_message=str(exc)
+        )
     return execution.execute()
 
 
@@ -111,9 +122,22 @@ class _Execution:
             except GraphDrained as exc:
                 outcome = functools.partial(self._drained, exc.reason)
             except Exception as exc:
-                logger.exception("run %s failed", run.pk)
-                outcome = functools.partial(self._failed, exc)
+                if sql.is_fault(exc):
+                    logger.warning("run %s: database fault, abandoning the attempt", run.pk)
+                    outcome = functools.partial(self._abandoned, exc)
+                else:
+                    logger.exception("run %s failed", run.pk)
+                    outcome = functools.partial(self._failed, exc)
         return outcome()
+
+    def _abandoned(self, exc: Exception) -> str:
+        """The attempt stopped on a fault of the database: back to pending, enqueued now,
+        for a next attempt on a fresh connection (this worker's or another's)."""
+        sql.replace_connection(records.USING)
+        self._flush()
+        first_line = next(iter(str(exc).splitlines()), "")
+        detail = f"database fault ({type(exc).__name__}: {first_line}); re-enqueued"
+        return sql.retrying(requeue, self.run, detail)
 
     def _failed(self, exc: Exception) -> str:
         return self._finish(
@@ -211,9 +235,17 @@ class _Execution:
         if not namespace:
             self._note(mode, chunk)
         self.events.add(mode, chunk, "|".join(namespace))
-        if self.events.due():
-            self.events.flush()
-        self.lease.renew_now_and_then()
+        try:
+            if self.events.due():
+                self.events.flush()
+            self.lease.renew_now_and_then()
+        except Exception as exc:
+            if not sql.is_fault(exc):
+                raise
+            # As the beat thread does: the events stay buffered and the lease is renewed
+            # at the next try, on a fresh connection.
+            logger.warning("run %s: database fault while streaming: %s", self.run.pk, exc)
+            sql.replace_connection(records.USING)
 
     def _note(self, mode: str, chunk: Any) -> None:
         """What a chunk of the graph itself (not of a subgraph) says about the outcome:
@@ -270,26 +302,29 @@ class _Execution:
             return LOST
         self._flush()
         if reason == Run.Stop.SHUTDOWN:
-            return requeue(self.run, "drained for the worker's shutdown", handed_back=True)
+            detail = "drained for the worker's shutdown"
+            return sql.retrying(requeue, self.run, detail, handed_back=True)
         if reason == Run.Stop.ROLLBACK:
-            return roll_back(self.run)
+            return sql.retrying(roll_back, self.run)
         status = Run.Status.TIMEOUT if reason == Run.Stop.TIMEOUT else Run.Status.CANCELLED
         return self._finish(status)
 
     def _flush(self) -> None:
         """Write the buffered events now, before an outcome that the ORM records."""
-        records.insert_events(self.run, self.events.take())
+        sql.retrying(records.insert_events, self.run, self.events.take())
 
     def _finish(self, status: str, **fields) -> str:
         if status not in policy.THREAD_STATUS_AFTER:  # cancelled, timed out
             self._flush()
             # A rollback requested while the run was ending still applies.
-            if _stop_requested(self.run) == Run.Stop.ROLLBACK:
-                return roll_back(self.run)
-            return end(self.run, status, **fields)
-        # The last events, the run's status and its thread's, in one transaction.
+            if sql.retrying(_stop_requested, self.run) == Run.Stop.ROLLBACK:
+                return sql.retrying(roll_back, self.run)
+            return sql.retrying(end, self.run, status, **fields)
+        # The last events, the run's status and its thread's, in one transaction, on a
+        # fresh connection if the graph's ended with the database.
         self.events.add(RunEvent.LIFECYCLE, _ended_event(status, fields))
-        outcome = records.finish(
+        outcome = sql.retrying(
+            records.finish,
             self.run,
             status,
             fields,
@@ -299,9 +334,9 @@ class _Execution:
         if outcome == records.LOST:
             return LOST
         if outcome == records.STOPPING:  # a rollback requested while the run was ending
-            return roll_back(self.run)
+            return sql.retrying(roll_back, self.run)
         if outcome == records.QUEUED:
-            queue.dispatch_next(self.run.thread_pk)
+            sql.retrying(queue.dispatch_next, self.run.thread_pk)
         return status
 
 

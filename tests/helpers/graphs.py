@@ -9,12 +9,19 @@ how long it lasts); ``fast`` writes a custom stream event.
 
 ``nested``: ``prepare``, then two subgraph nodes side by side, each of which stops at an
 ``interrupt()`` inside its subgraph; answered by interrupt id, each records its answer.
+
+``counted``: ``first``, then ``left`` and ``right`` side by side, then ``last``, each
+taking ``COUNTED_STEP_SECONDS``. Each execution of a node makes a token
+(``<node>:<uuid>``), appends it to ``<dir>/<node>`` when it starts and returns it in
+``log``: a test tells which execution's writes were saved (``executions``). The node
+named ``fail`` raises ``ValueError`` instead.
 """
 
 from __future__ import annotations
 
 import operator
 import time
+import uuid
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +33,7 @@ from typing_extensions import TypedDict
 GRAPHS = {
     "probe": "tests.helpers.graphs.build_probe",
     "nested": "tests.helpers.graphs.build_nested",
+    "counted": "tests.helpers.graphs.build_counted",
 }
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.
@@ -108,4 +116,45 @@ def build_nested() -> StateGraph:
     builder.add_edge("prepare", "left")
     builder.add_edge("prepare", "right")
     builder.add_edge(["left", "right"], END)
+    return builder
+
+
+COUNTED_NODES = ("first", "left", "right", "last")
+COUNTED_STEP_SECONDS = 0.2
+
+
+class Counted(TypedDict):
+    dir: str
+    fail: str
+    log: Annotated[list[str], operator.add]
+
+
+def executions(directory: Path | str, node: str) -> list[str]:
+    """The tokens of ``node``'s executions, in the order they started, in any process."""
+    path = Path(directory) / node
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _counted(name: str):
+    def node(state: Counted) -> dict:
+        token = f"{name}:{uuid.uuid4().hex}"
+        with (Path(state["dir"]) / name).open("a") as f:
+            f.write(token + "\n")
+        time.sleep(COUNTED_STEP_SECONDS)
+        if state["fail"] == name:
+            raise ValueError(f"{name} was told to fail")
+        return {"log": [token]}
+
+    return node
+
+
+def build_counted() -> StateGraph:
+    builder = StateGraph(Counted)
+    for name in COUNTED_NODES:
+        builder.add_node(name, _counted(name))
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "left")
+    builder.add_edge("first", "right")
+    builder.add_edge(["left", "right"], "last")
+    builder.add_edge("last", END)
     return builder

@@ -113,10 +113,13 @@ class WorkerProcess:
     its own process group, so ``kill()`` takes its pool processes down with it, as a
     lost machine would."""
 
-    def __init__(self, log_path: Path, name: str = "test", concurrency: int = 2):
+    def __init__(
+        self, log_path: Path, name: str = "test", concurrency: int = 2, env: dict | None = None
+    ):
         self.log_path = log_path
         self.name = name
         self.concurrency = concurrency
+        self.env = env or {}  # settings of this worker over ``worker_env``'s
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -142,7 +145,7 @@ class WorkerProcess:
                 f"--hostname={self.hostname}",
             ],
             cwd=ROOT,
-            env=worker_env(),
+            env=worker_env() | self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
