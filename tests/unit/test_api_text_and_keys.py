@@ -177,3 +177,23 @@ def test_the_openapi_document_says_what_is_refused(api):
             for parameter in operation.get("parameters", []):
                 if parameter["name"] == "thread_id":
                     assert parameter["schema"]["maxLength"] == THREAD_ID_MAX_LENGTH, path
+
+
+def test_the_engine_refuses_alike_whoever_calls_it():
+    """What the console and graphs hand ``durable.engine`` meets the same check, and a
+    name too long for the table is a bad name, not a busy thread."""
+    refusals = [
+        (
+            lambda: engine.start("expense_approval", {**EXPENSE, "employee": "\ud800"}),
+            "input.employee",
+        ),
+        (lambda: engine.create_thread(None, metadata={"k": ["\x00"]}), "metadata.k.0"),
+        (lambda: engine.create_thread(None, name="a\x00b"), "name"),
+        (lambda: engine.create_thread(None, name=LONG), "name"),
+        (lambda: engine.start("expense_approval", EXPENSE, name=LONG), "name"),
+    ]
+    for call, field in refusals:
+        with pytest.raises(engine.InvalidRequest) as refused:
+            call()
+        assert refused.value.field == field
+    assert stored() == ((0, 0, 0), [], [])
