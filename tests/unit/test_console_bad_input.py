@@ -16,7 +16,7 @@ from django.urls import reverse
 from durable import engine
 from durable.graphs import get_graph
 from durable.models import Thread
-from tests.helpers.threads import EXPENSE, counts
+from tests.helpers.threads import EXPENSE, counts, everything
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,3 +88,16 @@ def test_a_start_input_holding_text_no_database_takes_is_refused_on_its_box(clie
     (form,) = [f for f in response.context["start_forms"] if f["graph"] == "expense_approval"]
     assert list(form["errors"]) == ["input"]
     assert counts() == (0, 0, 0)
+
+
+def test_a_fork_value_holding_text_no_database_takes_is_refused_on_its_box(client, thread):
+    checkpoint_id = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
+    before = everything()
+    response = client.post(
+        reverse("fork", args=[thread.pk, checkpoint_id]),
+        {"as_node": "validate", "reason": "typo", "state-employee": '"Grace \\ud800"'},
+    )
+    assert response.status_code == 400
+    assert "values.employee: holds a lone UTF-16 surrogate" in response.content.decode()
+    assert list(response.context["form"].errors) == ["state-employee"]
+    assert everything() == before
