@@ -104,7 +104,11 @@ class ForkForm(forms.Form):
     def field_for(self, error_field: str) -> str | None:
         """The form field an ``InvalidRequest`` field maps to (``None``: the form). An
         update the graph could not apply (``values``) lands on the state key's box when
-        only one key was changed, since that key is then the one at fault."""
+        only one key was changed, since that key is then the one at fault (``values.x``,
+        text the database cannot hold, is key ``x``'s)."""
+        error_field, _, key = error_field.partition(".")
+        if error_field == "values" and f"state-{key.partition('.')[0]}" in self.fields:
+            return f"state-{key.partition('.')[0]}"
         if error_field == "as_node":
             return "as_node"
         if error_field == "values" and self.values and len(self.values) == 1:

@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from durable.graphs import graph_names
 from durable.models import AuditEvent, Thread
 from durable.persistence.metadata import IndexedMetadataKeyEquals
+from durable.persistence.text import UnstorableText, check_text
 
 MAX_META_FILTERS = 10
 
@@ -47,27 +48,16 @@ class MetaField(forms.Field):
                     code="invalid",
                 )
             pair = (key.strip(), _json_or_text(raw.strip()))
-            if has_nul(pair):
+            try:
+                check_text(pair)
+            except UnstorableText as exc:
                 raise forms.ValidationError(
-                    f"{str(item)[:100]!r}: metadata cannot hold a NUL character.",
-                    code="invalid",
-                )
+                    f"{str(item)[:100]!r}: the metadata filter {exc.problem}.", code="invalid"
+                ) from None
             pairs.append(pair)
         if len(pairs) > MAX_META_FILTERS:
             raise forms.ValidationError(f"At most {MAX_META_FILTERS} metadata filters.")
         return pairs
-
-
-def has_nul(value) -> bool:
-    """Whether ``value`` holds a NUL character in any string, key or item: PostgreSQL
-    refuses NUL in text and jsonb, so a filter with one is an input error."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(has_nul(k) or has_nul(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(has_nul(v) for v in value)
-    return False
 
 
 def _json_or_text(raw: str):
@@ -161,13 +151,16 @@ def parse_filter(text: str) -> dict | None:
     """The store filter written in ``text``; ``None`` for none. A filter is ``key=value``
     pairs separated by commas or new lines (a value is read as JSON when it parses, else
     as text), or a JSON object in the store's own filter language (``{"key": value}`` or
-    ``{"key": {"$gt": 1}}``). Raises ``BadFilter``."""
+    ``{"key": {"$gt": 1}}``). Raises ``BadFilter``, also for text no database can
+    compare (``durable.persistence.text``)."""
     text = text.strip()
     if not text:
         return None
     parsed = _parse_filter(text)
-    if has_nul(parsed):
-        raise BadFilter("filter: the store cannot hold a NUL character, so none is searched.")
+    try:
+        check_text(parsed, "filter")
+    except UnstorableText as exc:
+        raise BadFilter(f"{exc} No item is searched.") from None
     return parsed
 
 

@@ -48,7 +48,8 @@ def start_run(request):
                 tenant=request.tenant,
             )
         except engine.InvalidRequest as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            field = exc.field.partition(".")[0]  # input.employee is the input box's
+            form.add_error(field if field in form.fields else None, exc.message)
         else:
             return see_other(reverse("thread", args=[run.thread_pk]))
     return _render_thread_list(request, form, status=400)

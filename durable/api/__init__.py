@@ -8,11 +8,18 @@ graph's name is its ``assistant_id`` (and its ``graph_id``). Every operation goe
 
 Every answer under the API's root is JSON (its docs page aside). Errors are
 ``{"detail": message, "field": name}`` (``field`` is ``null`` when no single input is at
-fault): 400 for a body that is not JSON, 404 for an unknown thread, run or assistant, or
-for a path that is no route of this API, 405 (with ``Allow``) for a method a route does
-not take, 409 when the thread or run is in the wrong state for the request (a busy thread
-under ``reject``, a run that already ended), 422 for any other input that is not
-acceptable, 500 for a failure of the server. A refused request changes nothing.
+fault; a path such as ``metadata.team`` or ``ids.0`` names a part of one): 400 for a body
+that is not JSON or has an object with a key twice (``field`` names the key), 404 for an
+unknown thread, run or assistant, or for a path that is no route of this API, 405 (with
+``Allow``) for a method a route does not take, 409 when the thread or run is in the wrong
+state for the request (a busy thread under ``reject``, a run that already ended), 422 for
+any other input that is not acceptable, 500 for a failure of the server. A refused
+request changes nothing.
+
+Text must be text every database holds: a NUL character (``\\u0000``) or a lone UTF-16
+surrogate (``\\ud800``...) anywhere in a body, a query parameter or a path, keys included,
+is a 422 naming where it is. A ``thread_id`` is 1 to 255 characters, in a body or a path
+(422 otherwise).
 
 Not served: stateless runs (``POST /runs`` and the like: 404), ``config``, ``context``,
 ``interrupt_before``/``interrupt_after``, webhooks, thread TTLs, ``values`` filters on

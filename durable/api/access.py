@@ -30,9 +30,8 @@ def threads(request: HttpRequest) -> QuerySet[Thread]:
 
 def find_thread(request: HttpRequest, name: str) -> Thread | None:
     """The tenant's thread named ``name`` (``Thread.name``: the id the tenant gave it;
-    the checkpointer's own id is never shown), or ``None``."""
-    if "\x00" in name:  # no thread has one, and PostgreSQL cannot compare it
-        return None
+    the checkpointer's own id is never shown), or ``None``. Routes take ``name`` as a
+    ``schemas.ThreadId``, text the table can hold."""
     return threads(request).filter(name=name).first()
 
 

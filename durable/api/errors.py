@@ -118,9 +118,11 @@ def _no_route(request, *args, **kwargs):
 # durable.engine names its inputs; the API's requests name some of them differently.
 _API_FIELDS = {
     "thread": "thread_id",
+    "name": "thread_id",
     "graph": "assistant_id",
     "resume": "command.resume",
     "answers": "command.resume",
+    "filter": "metadata",
 }
 
 
@@ -138,7 +140,9 @@ def _invalid_request(request, exc: engine.InvalidRequest):
     thread under ``reject``, a run that already ended; thread ids are checked in
     ``access``)."""
     status = 409 if exc.field in ("thread", "run") else 422
-    return error(request, status, exc.message, _API_FIELDS.get(exc.field, exc.field))
+    # A path below an input (``input.employee``) keeps its tail under the API's name.
+    head, dot, tail = exc.field.partition(".")
+    return error(request, status, exc.message, _API_FIELDS.get(head, head) + dot + tail)
 
 
 def _too_large(request, exc):

@@ -21,6 +21,7 @@ from durable.api.schemas import (
     JoinStreamQuery,
     RunCreate,
     RunsQuery,
+    ThreadId,
     chosen_checkpoint,
     stream_modes,
 )
@@ -120,7 +121,7 @@ def _located(response: HttpResponse, run: Run) -> HttpResponse:
 
 
 @runs.post("/{thread_id}/runs", summary="Create a background run")
-def create_run(request, thread_id: str, body: RunCreate):
+def create_run(request, thread_id: ThreadId, body: RunCreate):
     """Starts a run with ``input``, resumes the thread's interrupt(s) with
     ``command.resume`` (one value, or ``{interrupt_id: value}``), or replays from
     ``checkpoint_id``; ``multitask_strategy`` decides what happens to an active run,
@@ -151,7 +152,7 @@ async def _wait_output(run_id: int) -> dict:
 
 
 @runs.post("/{thread_id}/runs/wait", summary="Create a run and wait for its output")
-async def wait_run(request, thread_id: str, body: RunCreate):
+async def wait_run(request, thread_id: ThreadId, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, then waits for the run to end and returns
     the thread's values (with ``__interrupt__``), or ``{"__error__": ...}``."""
     run = await borrow(_create_run, request, thread_id, body)
@@ -191,7 +192,7 @@ async def _sdk_events(run_id: int, modes: list[str], subgraphs: bool, after: int
 
 
 @runs.post("/{thread_id}/runs/stream", summary="Create a run and stream its events (SSE)")
-async def stream_run(request, thread_id: str, body: RunCreate):
+async def stream_run(request, thread_id: ThreadId, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, answered with the run's events as
     server-sent events while it runs (see ``GET .../runs/{run_id}/stream``)."""
     run = await borrow(_create_run, request, thread_id, body)
@@ -199,7 +200,7 @@ async def stream_run(request, thread_id: str, body: RunCreate):
 
 
 @runs.get("/{thread_id}/runs", summary="List a thread's runs, newest first")
-def list_runs(request, thread_id: str, query: Query[RunsQuery]):
+def list_runs(request, thread_id: ThreadId, query: Query[RunsQuery]):
     thread = access.thread(request, thread_id)
     found = thread.runs.select_related("thread")
     if query.status:
@@ -208,19 +209,19 @@ def list_runs(request, thread_id: str, query: Query[RunsQuery]):
 
 
 @runs.get("/{thread_id}/runs/{run_id}", summary="Get a run", url_name="get_run")
-def get_run(request, thread_id: str, run_id: str):
+def get_run(request, thread_id: ThreadId, run_id: str):
     return shapes.run_json(access.run(request, thread_id, run_id))
 
 
 @runs.get("/{thread_id}/runs/{run_id}/join", summary="Wait for a run's output")
-async def join_run(request, thread_id: str, run_id: str):
+async def join_run(request, thread_id: ThreadId, run_id: str):
     """Waits for the run to end; returns what ``runs/wait`` returns."""
     run = await borrow(access.run, request, thread_id, run_id)
     return await _wait_output(run.pk)
 
 
 @runs.get("/{thread_id}/runs/{run_id}/stream", summary="Stream a run's events (SSE)")
-async def join_stream(request, thread_id: str, run_id: str, query: Query[JoinStreamQuery]):
+async def join_stream(request, thread_id: ThreadId, run_id: str, query: Query[JoinStreamQuery]):
     """The run's events as server-sent events, from the start or, on reconnect, after
     the ``Last-Event-ID`` header's event; the stream ends when the run has. Modes:
     ``stream_mode`` (repeatable; default all of values, updates, custom, tasks)."""
@@ -236,7 +237,7 @@ async def join_stream(request, thread_id: str, run_id: str, query: Query[JoinStr
 
 
 @runs.post("/{thread_id}/runs/{run_id}/cancel", summary="Cancel a run")
-async def cancel_run(request, thread_id: str, run_id: str, query: Query[CancelQuery]):
+async def cancel_run(request, thread_id: ThreadId, run_id: str, query: Query[CancelQuery]):
     """Cancels a pending run at once, or stops a running one at its next super-step
     boundary (its checkpoints are kept). With ``wait``, answers once the run has ended.
     Returns the run. 409 when it has already ended."""

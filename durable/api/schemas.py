@@ -5,14 +5,16 @@ this server does not serve is a 422 naming it rather than silently ignored."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from ninja.parser import Parser
-from pydantic import AliasChoices, ConfigDict
+from pydantic import AfterValidator, AliasChoices, ConfigDict
+from pydantic_core import PydanticCustomError
 
 from durable.api.errors import ApiError, BodyNotJSON
 from durable.models import THREAD_ID_MAX_LENGTH
+from durable.persistence.text import UnstorableText, check_text, text_problem, walk
 
 # The largest offset a database takes (PostgreSQL's OFFSET is a bigint).
 MAX_OFFSET = 2**63 - 1
@@ -25,24 +27,89 @@ STREAM_MODES = ("values", "updates", "custom", "tasks")
 class JSONParser(Parser):
     """Parses bodies as JSON, saying where a body fails to parse (ninja turns any parse
     failure into a 400, and the API's ``HttpError`` handler, in ``errors``, passes our
-    message on).
+    message on); a body or query is refused whole when it holds text no database can
+    take (``durable.persistence.text``: 422 naming its path, ``metadata.team``).
 
     A body must say ``Content-Type: application/json`` (else 415): a browser sends a
     cross-site form or ``text/plain`` POST without asking the server first, but not a
     JSON one, so this keeps other web pages from driving the API (it has no CSRF token).
-    A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413."""
+    A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413. An object with a key twice is a
+    400 naming it: JSON leaves such a body's meaning open (Python would keep the last
+    value, other parsers the first), and an operator's request must say one thing."""
 
     def parse_body(self, request):
         if request.content_type != "application/json":
             raise ApiError(
                 415, "The request body must be JSON (Content-Type: application/json).", "body"
             )
+        repeated: list[_Repeated] = []
         try:
-            return json.loads(request.body)
+            body = json.loads(request.body, object_pairs_hook=lambda p: _object(p, repeated))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise BodyNotJSON(f"The request body is not valid JSON: {exc}.") from None
         except RecursionError:
             raise BodyNotJSON("The request body is nested too deeply.") from None
+        if repeated:
+            _refuse_repeated(body)
+        _check_text(body, "body")
+        return body
+
+    def parse_querydict(self, data, list_fields, request):
+        query = super().parse_querydict(data, list_fields, request)
+        _check_text(query, "query")
+        return query
+
+
+class _Repeated(dict):
+    """A parsed JSON object that had the key ``key`` more than once."""
+
+    key: str
+
+
+def _object(pairs: list[tuple[str, Any]], repeated: list[_Repeated]) -> dict:
+    """A JSON object's ``pairs`` as a dict; one with a repeated key is marked, and kept
+    in ``repeated``."""
+    parsed = dict(pairs)
+    if len(parsed) == len(pairs):
+        return parsed
+    seen: set[str] = set()
+    marked = _Repeated(parsed)
+    marked.key = next(k for k, _ in pairs if k in seen or seen.add(k))
+    repeated.append(marked)
+    return marked
+
+
+def _refuse_repeated(body: Any) -> None:
+    """400 naming the first repeated key of ``body`` by its path."""
+    path, item = next((p, i) for p, i in walk(body) if isinstance(i, _Repeated))
+    raise ApiError(
+        400,
+        f"The request body has the key {item.key[:100]!r} more than once"
+        f"{f' (in {path})' if path else ''}; send each key once.",
+        f"{path}.{item.key}" if path else item.key,
+    )
+
+
+def _check_text(data: Any, whole: str) -> None:
+    """422 naming the path of the first text in ``data`` no database takes; ``whole``
+    when it is one of ``data``'s own keys."""
+    try:
+        check_text(data)
+    except UnstorableText as exc:
+        raise ApiError(422, str(exc), exc.field or whole) from None
+
+
+def _storable(text: str) -> str:
+    if problem := text_problem(text):
+        raise PydanticCustomError("unstorable_text", "{problem}", {"problem": problem})
+    return text
+
+
+# The id a tenant gives a thread (``Thread.name``), in a path or a body: what the table
+# holds, so that a longer one is a 422 rather than no thread or a database error.
+ThreadId = Annotated[
+    str, Field(min_length=1, max_length=THREAD_ID_MAX_LENGTH), AfterValidator(_storable)
+]
 
 
 class Strict(Schema):
@@ -69,7 +136,7 @@ ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
 
 
 class ThreadCreate(Strict):
-    thread_id: str | None = Field(None, min_length=1, max_length=THREAD_ID_MAX_LENGTH)
+    thread_id: ThreadId | None = None
     metadata: dict[str, Any] = {}
     if_exists: Literal["raise", "do_nothing"] = "raise"
     graph_id: str | None = None

@@ -16,6 +16,7 @@ from durable.api.schemas import (
     StateAtCheckpoint,
     StateQuery,
     StateUpdate,
+    ThreadId,
     chosen_checkpoint,
 )
 from durable.models import Thread
@@ -34,14 +35,14 @@ def _state_at(thread: Thread, checkpoint_id: str, field: str, subgraphs: bool) -
 
 
 @state.get("/{thread_id}/state", summary="Get a thread's latest state")
-def get_state(request, thread_id: str, query: Query[StateQuery]):
+def get_state(request, thread_id: ThreadId, query: Query[StateQuery]):
     """The latest ``ThreadState``; with ``subgraphs``, each task's subgraph state."""
     thread = access.thread(request, thread_id)
     return shapes.state_json(engine.thread_state(thread, subgraphs=query.subgraphs), thread)
 
 
 @state.post("/{thread_id}/state", summary="Update a thread's state (fork)")
-def update_state(request, thread_id: str, body: StateUpdate):
+def update_state(request, thread_id: ThreadId, body: StateUpdate):
     """``update_state`` at ``checkpoint`` (default: the latest) with ``values`` (state
     keys; reducers apply), as if node ``as_node`` had written them (or LangGraph's
     ``__copy__``, ``__input__``, ``__end__``). History is not edited: a new checkpoint
@@ -72,20 +73,20 @@ def update_state(request, thread_id: str, body: StateUpdate):
 
 
 @state.post("/{thread_id}/state/checkpoint", summary="Get a thread's state at a checkpoint")
-def post_state_at(request, thread_id: str, body: StateAtCheckpoint):
+def post_state_at(request, thread_id: ThreadId, body: StateAtCheckpoint):
     thread = access.thread(request, thread_id)
     checkpoint_id = body.checkpoint.checkpoint_id
     return _state_at(thread, checkpoint_id, "checkpoint.checkpoint_id", body.subgraphs)
 
 
 @state.get("/{thread_id}/state/{checkpoint_id}", summary="Get a thread's state at a checkpoint")
-def get_state_at(request, thread_id: str, checkpoint_id: str, query: Query[StateQuery]):
+def get_state_at(request, thread_id: ThreadId, checkpoint_id: str, query: Query[StateQuery]):
     thread = access.thread(request, thread_id)
     return _state_at(thread, checkpoint_id, "checkpoint_id", query.subgraphs)
 
 
 @state.post("/{thread_id}/history", summary="List a thread's checkpoints, newest first")
-def get_history(request, thread_id: str, body: HistoryQuery = None):
+def get_history(request, thread_id: ThreadId, body: HistoryQuery = None):
     """At most ``limit`` (1-1000) states, newest first: older than checkpoint ``before``
     (an id, or a checkpoint object), with metadata matching ``metadata`` (also accepted
     as ``filter``)."""

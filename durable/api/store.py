@@ -13,6 +13,7 @@ from durable.api.authentication import may_change
 from durable.api.errors import ApiError
 from durable.api.schemas import StoreDelete, StoreGet, StoreNamespaces, StorePut, StoreSearch
 from durable.persistence.store import ScopedStore, tenant_store
+from durable.persistence.text import UnstorableText
 
 store = Router(tags=["store"])
 
@@ -24,9 +25,11 @@ def _store(request: HttpRequest) -> ScopedStore:
 
 def _store_call(call):
     """The store's refusals (a bad namespace, filter or TTL) as 422s naming no single
-    field, since the store's messages name it."""
+    field, since the store's messages name it; text it cannot hold names its path."""
     try:
         return call()
+    except UnstorableText as exc:
+        raise ApiError(422, str(exc), exc.field) from None
     except ValueError as exc:
         raise ApiError(422, str(exc), "namespace" if "amespace" in str(exc) else None) from None
 

@@ -11,7 +11,7 @@ from durable import engine
 from durable.api import access, shapes
 from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError
-from durable.api.schemas import ThreadCount, ThreadCreate, ThreadPatch, ThreadSearch
+from durable.api.schemas import ThreadCount, ThreadCreate, ThreadId, ThreadPatch, ThreadSearch
 from durable.graphs import graph_names
 from durable.models import Thread
 from durable.persistence.metadata import MetadataKeyEquals
@@ -32,7 +32,6 @@ def create_thread(request, body: ThreadCreate = None):
     if graph is not None and graph not in graph_names():
         raise ApiError(404, f"Graph {graph!r} is not registered.", "graph_id")
     if name is not None:
-        engine.check_storable(name, "thread_id")
         access.check_reachable(name)
         if existing := access.find_thread(request, name):
             if body.if_exists == "raise":
@@ -81,12 +80,12 @@ def count_threads(request, body: ThreadCount = None):
 
 
 @threads.get("/{thread_id}", summary="Get a thread")
-def get_thread(request, thread_id: str):
+def get_thread(request, thread_id: ThreadId):
     return shapes.thread_json(access.thread(request, thread_id))
 
 
 @threads.patch("/{thread_id}", summary="Update a thread's metadata")
-def patch_thread(request, thread_id: str, body: ThreadPatch):
+def patch_thread(request, thread_id: ThreadId, body: ThreadPatch):
     """Merges ``metadata`` into the thread's: its keys replace the thread's same keys,
     the others stay. ``graph_id`` and ``assistant_id`` name the thread's graph, which
     this cannot change: equal to it they change nothing, else 422. Returns the thread,
@@ -110,7 +109,7 @@ def patch_thread(request, thread_id: str, body: ThreadPatch):
 
 
 @threads.delete("/{thread_id}", summary="Delete a thread", response={204: None})
-def delete_thread(request, thread_id: str):
+def delete_thread(request, thread_id: ThreadId):
     """Deletes the thread, its runs and events and all its checkpoints. 409 while a run
     is running (cancel it first)."""
     thread = access.thread(request, thread_id)

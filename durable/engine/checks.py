@@ -17,6 +17,7 @@ from langgraph.types import Interrupt
 from durable.graphs import UnknownGraph, get_graph
 from durable.models import Checkpoint, Run, Thread
 from durable.persistence.checkpoint import check_thread_id
+from durable.persistence.text import UnstorableText, check_text
 
 DURABILITIES = tuple(Run.Durability.values)
 MULTITASK_STRATEGIES = tuple(Run.MultitaskStrategy.values)
@@ -31,9 +32,11 @@ MAX_JSON_DEPTH = 100
 
 class InvalidRequest(ValueError):
     """A request that was refused before anything changed. ``field`` names the input at
-    fault: ``graph``, ``thread``, ``input``, ``resume``, ``answers``, ``checkpoint_id``,
+    fault: ``graph``, ``thread``, ``name``, ``input``, ``resume``, ``answers``, ``checkpoint_id``,
     ``values``, ``as_node``, ``metadata``, ``durability``, ``multitask_strategy``,
-    ``requested_by``, ``run`` or ``checkpoint_ns``; ``message`` says what is wrong in words."""
+    ``requested_by``, ``run`` or ``checkpoint_ns``, or a path below one of them
+    (``input.employee``) for text the database cannot hold; ``message`` says what is
+    wrong in words."""
 
     def __init__(self, field: str, message: str):
         super().__init__(message)
@@ -50,11 +53,14 @@ def compiled_graph(graph: str):
 
 def checked_name(name: Any) -> str:
     """A tenant's name for a thread, checked as the checkpointer checks its thread ids
-    (a string of at most 255 characters). Raises ``InvalidRequest("thread")``."""
+    (a string of at most 255 characters) and as text the database can hold. Raises
+    ``InvalidRequest("name")``."""
     try:
-        return check_thread_id(name)
+        name = check_thread_id(name)
     except ValueError as exc:
-        raise InvalidRequest("thread", str(exc)) from None
+        raise InvalidRequest("name", str(exc)) from None
+    check_storable(name, "name")
+    return name
 
 
 def check_input(compiled, input: Any) -> None:
@@ -111,6 +117,7 @@ def checkpoint_config(thread: Thread, checkpoint_id: Any, checkpoint_ns: str = "
     ``InvalidRequest("checkpoint_id")``."""
     if not isinstance(checkpoint_id, str) or not checkpoint_id:
         raise InvalidRequest("checkpoint_id", "checkpoint_id must be a checkpoint id.")
+    check_storable(checkpoint_id, "checkpoint_id")
     if len(checkpoint_id) > CHECKPOINT_ID_MAX_LENGTH or not (
         Checkpoint.objects.filter(
             thread_id=thread.thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
@@ -233,9 +240,14 @@ def actor(requested_by: Any) -> str:
 
 def check_storable(value: Any, field: str) -> None:
     """Refuse a value that cannot be kept as JSON on a Run in every supported database:
-    NaN and infinities (not JSON), NUL characters (PostgreSQL's jsonb rejects
-    ``\\u0000``), non-JSON types, and nesting deeper than ``MAX_JSON_DEPTH`` (SQLite's
-    JSON functions stop at 1,000). Raises ``InvalidRequest(field)``."""
+    text no database holds (``durable.persistence.text``: the error names its path,
+    ``input.employee``), NaN and infinities (not JSON), non-JSON types, and nesting
+    deeper than ``MAX_JSON_DEPTH`` (SQLite's JSON functions stop at 1,000). Raises
+    ``InvalidRequest(field)``."""
+    try:
+        check_text(value, field)
+    except UnstorableText as exc:
+        raise InvalidRequest(exc.field, str(exc)) from None
     if problem := _json_problem(value, 0):
         raise InvalidRequest(field, f"{field} {problem}.")
 
@@ -248,8 +260,6 @@ def _json_problem(value: Any, depth: int) -> str | None:
     if isinstance(value, float):
         return None if math.isfinite(value) else "holds NaN or Infinity, which JSON cannot store"
     if isinstance(value, str):
-        if "\x00" in value:
-            return "holds a NUL character (\\u0000), which cannot be stored"
         return None
     if isinstance(value, dict):
         children = [*value.keys(), *value.values()]

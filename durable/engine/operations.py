@@ -80,8 +80,9 @@ def create_thread(
     ``thread_id``); without one, the thread's random UUID. With ``graph`` ``None`` the
     thread's first run binds it to a graph (the Agent Server's bare ``POST /threads``). Raises
     ``InvalidRequest`` for an unknown graph (``graph``), an id over 255 characters or
-    already taken in the tenant (``thread``), or metadata that is not a JSON object
-    (``metadata``)."""
+    with text no database holds (``name``), one already taken in the tenant
+    (``thread``), or metadata that is not a JSON object or cannot be stored
+    (``metadata``, or the path below it)."""
     if graph is not None:
         compiled_graph(graph)
     name = checked_name(name) if name is not None else None

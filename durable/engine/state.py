@@ -15,7 +15,7 @@ from langgraph.channels.last_value import LastValue
 from langgraph.constants import START
 from langgraph.types import StateSnapshot
 
-from durable.engine.checks import InvalidRequest, checkpoint_config
+from durable.engine.checks import InvalidRequest, check_storable, checkpoint_config
 from durable.graphs import thread_graph
 from durable.models import Thread
 
@@ -101,7 +101,9 @@ def thread_history(
     """The thread's checkpoints as ``StateSnapshot``s, newest first, at most ``limit``:
     only those older than its checkpoint ``before``, and whose metadata has every
     key/value of ``filter``. Raises ``InvalidRequest("before")`` when ``before`` is not
-    one of the thread's checkpoints."""
+    one of the thread's checkpoints, ``InvalidRequest("filter...")`` for a filter
+    holding text no database can compare."""
+    check_storable(filter, "filter")
     before_config = None
     if before is not None:
         try:

@@ -2,8 +2,10 @@
 
 Found by hand: on PostgreSQL a NUL character (``%00``) in a metadata filter, a store
 filter, the inbox's graph or a checkpoint id in the path reached the database, which
-refuses NUL in text; a page number or keyset cursor past the database's integers, or
-written with digits ``int()`` does not take (``²``), raised in Python.
+refuses NUL in text; a lone UTF-16 surrogate (``\\ud800`` in JSON), which no database
+can be sent, in a filter or a run's input; a page number or keyset cursor past the
+database's integers, or written with digits ``int()`` does not take (``²``), raised in
+Python.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from django.urls import reverse
 from durable import engine
 from durable.graphs import get_graph
 from durable.models import Thread
-from tests.helpers.threads import EXPENSE
+from tests.helpers.threads import EXPENSE, counts, everything
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,6 +39,9 @@ def thread() -> Thread:
         ("/store/?filter=a%3D%00", 400, "NUL"),
         ("/store/?filter=%00%3D1", 400, "NUL"),
         ('/store/?filter={"a": "%5Cu0000"}', 400, "NUL"),
+        ('/?meta=team%3D"%5Cud800"', 400, "lone UTF-16 surrogate"),
+        ('/store/?filter={"a": "%5Cudfff"}', 400, "filter.a: holds a lone UTF-16 surrogate"),
+        ('/store/?filter={"%5Cud800": 1}', 400, "the key"),
         ("/inbox/?graph=%00", 400, "no graph"),
         ("/inbox/?graph=" + "g" * 101, 400, "no graph"),
     ],
@@ -66,3 +71,33 @@ def test_a_real_checkpoint_id_still_resolves(client, thread):
     url = reverse("checkpoint", args=[thread.pk, checkpoint_id])
     assert url == f"/threads/{thread.pk}/checkpoints/{checkpoint_id}/"
     assert client.get(url).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ('{"employee": "\\ud800"}', "input.employee: holds a lone UTF-16 surrogate (\\ud800)"),
+        ('{"employee": "A\\u0000B"}', "input.employee: holds a NUL character"),
+        ('{"\\udfff": 1}', "input: the key &#x27;\\udfff&#x27; holds a lone UTF-16 surrogate"),
+    ],
+)
+def test_a_start_input_holding_text_no_database_takes_is_refused_on_its_box(client, text, says):
+    response = client.post(reverse("start-run"), {"graph": "expense_approval", "input": text})
+    assert response.status_code == 400
+    assert says in response.content.decode()
+    (form,) = [f for f in response.context["start_forms"] if f["graph"] == "expense_approval"]
+    assert list(form["errors"]) == ["input"]
+    assert counts() == (0, 0, 0)
+
+
+def test_a_fork_value_holding_text_no_database_takes_is_refused_on_its_box(client, thread):
+    checkpoint_id = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
+    before = everything()
+    response = client.post(
+        reverse("fork", args=[thread.pk, checkpoint_id]),
+        {"as_node": "validate", "reason": "typo", "state-employee": '"Grace \\ud800"'},
+    )
+    assert response.status_code == 400
+    assert "values.employee: holds a lone UTF-16 surrogate" in response.content.decode()
+    assert list(response.context["form"].errors) == ["state-employee"]
+    assert everything() == before

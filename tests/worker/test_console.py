@@ -68,7 +68,7 @@ def test_starting_a_run_redirects_to_its_thread(client, worker):
         ),
         ("expense_approval", '{"amount": NaN}', "input holds NaN or Infinity"),
         ("expense_approval", '{"amount": 1e400}', "input holds NaN or Infinity"),
-        ("expense_approval", '{"employee": "A\\u0000B"}', "input holds a NUL character"),
+        ("expense_approval", '{"employee": "A\\u0000B"}', "input.employee: holds a NUL character"),
         ("expense_approval", '{"employee": ' + "[" * 150 + "]" * 150 + "}", "nested more than 100"),
         ("expense_approval", "[" * 100_000 + "]" * 100_000, "The input is nested too deeply"),
     ],

@@ -304,7 +304,7 @@ def test_bad_requests_name_the_field_and_change_nothing(worker):
         ("requested_by", lambda: engine.resume(thread, APPROVE, requested_by=42)),
         ("graph", lambda: engine.start("no_such_graph", {})),
         ("graph", lambda: engine.start("parallel_review", {}, name=thread.name)),
-        ("thread", lambda: engine.start("expense_approval", EXPENSE, name="t" * 256)),
+        ("name", lambda: engine.start("expense_approval", EXPENSE, name="t" * 256)),
         ("input", lambda: engine.start("expense_approval", {"payment": {"amount": 1}})),
         ("run", lambda: engine.cancel(run)),
         ("thread", lambda: engine.create_thread("expense_approval", name=thread.name)),

@@ -1,6 +1,8 @@
 """Checks on a store batch's operations before anything is read or written: a bad
-namespace raises ``InvalidNamespaceError``, any other bad field (a negative ``limit``, an
-unknown filter operator, a non-finite number, ...) ``ValueError`` naming it."""
+namespace raises ``InvalidNamespaceError``, text no database holds (a NUL character, a
+lone surrogate) ``UnstorableText`` naming its path (``namespace``, ``key``, ``value.x``,
+``filter.x``, ``query``), any other bad field (a negative ``limit``, an unknown filter
+operator, a non-finite number, ...) ``ValueError`` naming it."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from langgraph.store.base import (
 )
 
 from durable.persistence.store.filters import OPERATORS, RANGE_OPERATORS, conditions, is_number
+from durable.persistence.text import check_text
 
 
 def checked(ops: Iterable[Op]) -> list[Op]:
@@ -27,6 +30,7 @@ def checked(ops: Iterable[Op]) -> list[Op]:
     ops = list(ops)
     for op in ops:
         validate_op_namespace(op)
+        _check_text(op)
         if isinstance(op, PutOp):
             _check_put(op)
         elif isinstance(op, SearchOp):
@@ -37,6 +41,25 @@ def checked(ops: Iterable[Op]) -> list[Op]:
         elif not isinstance(op, GetOp):
             raise ValueError(f"unknown operation type: {type(op).__name__}")
     return ops
+
+
+def _check_text(op: Op) -> None:
+    """The texts an op stores or compares, by the names ``BaseStore``'s methods give
+    them: every namespace label is ``namespace`` (the op's may begin with a prefix the
+    caller never sent, so an index would mislead)."""
+    if isinstance(op, ListNamespacesOp):
+        labels = [label for c in op.match_conditions or () for label in c.path]
+    else:
+        labels = op.namespace_prefix if isinstance(op, SearchOp) else op.namespace
+    for label in labels:
+        check_text(label, "namespace")
+    if isinstance(op, (GetOp, PutOp)):
+        check_text(op.key, "key")
+    if isinstance(op, PutOp):
+        check_text(op.value, "value")
+    if isinstance(op, SearchOp):
+        check_text(op.filter, "filter")
+        check_text(op.query, "query")
 
 
 def _check_put(op: PutOp) -> None:

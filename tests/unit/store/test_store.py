@@ -201,6 +201,16 @@ def test_abatch_does_not_block_the_event_loop(monkeypatch):
         (SearchOp(("docs",), filter={"n": float("nan")}), "filter"),
         (PutOp(("docs",), "k", ["not", "a", "mapping"]), "value"),
         (PutOp(("docs",), "k", {"v": 1}, ttl=-1), "ttl"),
+        # Text no database holds: PostgreSQL refuses NUL, and a lone surrogate has no UTF-8.
+        (PutOp(("docs",), "k\x00", {"v": 1}), "key: holds a NUL"),
+        (PutOp(("docs", "\ud800"), "k", {"v": 1}), "namespace: holds a lone UTF-16 surrogate"),
+        (PutOp(("docs",), "k", {"v": ["ok", "\x00"]}), "value.v.1: holds a NUL"),
+        (PutOp(("docs",), "k", {"\udfff": 1}), "value: the key"),
+        (GetOp(("docs",), "\x00"), "key: holds a NUL"),
+        (SearchOp(("docs",), filter={"a\x00": 1}), "filter: the key"),
+        (SearchOp(("docs",), filter={"a": {"$eq": "\ud800"}}), "filter.a.\\$eq: holds a lone"),
+        (SearchOp(("docs",), query="\ud800"), "query: holds a lone"),
+        (ListNamespacesOp(match_conditions=(MatchCondition("suffix", ("\x00",)),)), "namespace"),
     ],
 )
 def test_bad_input_is_refused_and_changes_nothing(make_django, op, field):
