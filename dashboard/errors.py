@@ -70,7 +70,6 @@ def _body_too_large(request) -> bool:
     try:
         request.POST  # noqa: B018 (reading it parses it)
     except RequestDataTooBig:
-        request._mark_post_parse_error()
         return True
     return False
 
