@@ -12,7 +12,8 @@ locks its thread rows first (PostgreSQL: ``FOR UPDATE SKIP LOCKED``, so two swee
 the work); a thread with an active run (``Run.ACTIVE``) is skipped. Each thread is pruned
 or deleted in a savepoint with its ``AuditEvent``; one that fails is rolled back alone and
 reported as an error. ``apply`` serves the schedule (``sweep``) and ``manage.py
-prune_threads``; ``prune_threads`` and ``delete_threads`` the admin's actions.
+prune_threads``; ``prune_threads`` and ``delete_threads`` the admin's actions;
+``policy_problems`` says what a policy lacks (the admin's policy form).
 """
 
 from __future__ import annotations
