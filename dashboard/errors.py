@@ -62,16 +62,20 @@ def _megabytes(size: int) -> str:
 
 
 def _body_too_large(request) -> bool:
-    """Whether the request's form is over the limit. Reading it here, before
+    """Whether the request's form (a POST's) is over the limit. Reading it here, before
     ``CsrfViewMiddleware`` (which reads the token from it) and the view, is where Django
     would raise ``RequestDataTooBig``; a form under the limit stays read for them."""
-    if request.method != "POST":
-        return False
     try:
         request.POST  # noqa: B018 (reading it parses it)
     except RequestDataTooBig:
         return True
     return False
+
+
+def _unresolved(request, response) -> bool:
+    """Whether ``response`` is the 404 of a URL no pattern matches: that raises before
+    any view, so before ``process_exception``, and leaves the request unresolved."""
+    return response.status_code == 404 and request.resolver_match is None
 
 
 class ErrorPagesMiddleware:
@@ -94,23 +98,19 @@ class ErrorPagesMiddleware:
             return self.__acall__(request)
         if request.path.startswith(API_PREFIX):
             return self.get_response(request)
-        if _body_too_large(request):
+        if request.method == "POST" and _body_too_large(request):
             return too_large(request)
-        return self._unresolved(request, self.get_response(request))
+        response = self.get_response(request)
+        return not_found(request) if _unresolved(request, response) else response
 
     async def __acall__(self, request):
         if request.path.startswith(API_PREFIX):
             return await self.get_response(request)
-        if await sync_to_async(_body_too_large)(request):
+        if request.method == "POST" and await sync_to_async(_body_too_large)(request):
             return await sync_to_async(too_large)(request)
         response = await self.get_response(request)
-        return await sync_to_async(self._unresolved)(request, response)
-
-    def _unresolved(self, request, response):
-        # A URL no pattern matches raises before any view (so before process_exception):
-        # it is the 404 of a request the resolver left without a match.
-        if response.status_code == 404 and request.resolver_match is None:
-            return not_found(request)
+        if _unresolved(request, response):
+            return await sync_to_async(not_found)(request)
         return response
 
     def process_exception(self, request, exception):

@@ -95,7 +95,7 @@ def check_input_types(compiled, values: dict, field: str) -> None:
     kept = {
         key: prop
         for key, prop in properties.items()
-        if key in values and type(channels.get(key)) is LastValue
+        if key in values and isinstance(channels.get(key), LastValue)
     }
     checked = {"type": "object", "properties": kept, "$defs": schema.get("$defs", {})}
     validator = _validator(checked)
