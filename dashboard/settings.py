@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Login for the console, and the request's tenant and role (the API uses tokens).
     "dashboard.tenancy.TenantMiddleware",
+    # The console's own 404, 500 and 413 (a form too large) pages, with DEBUG on too.
+    "dashboard.errors.ErrorPagesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from dashboard import tenancy
+from dashboard import errors, tenancy
 from dashboard.views import actions, audit, checkpoints, history, inbox, runs, store, threads
 from durable.api import api
 
@@ -24,6 +24,9 @@ class CheckpointIdConverter:
 
 
 register_converter(CheckpointIdConverter, "checkpoint")
+
+handler404 = errors.not_found
+handler500 = errors.server_error
 
 urlpatterns = [
     path("", threads.thread_list, name="threads"),

@@ -12,7 +12,8 @@ locks its thread rows first (PostgreSQL: ``FOR UPDATE SKIP LOCKED``, so two swee
 the work); a thread with an active run (``Run.ACTIVE``) is skipped. Each thread is pruned
 or deleted in a savepoint with its ``AuditEvent``; one that fails is rolled back alone and
 reported as an error. ``apply`` serves the schedule (``sweep``) and ``manage.py
-prune_threads``; ``prune_threads`` and ``delete_threads`` the admin's actions.
+prune_threads``; ``prune_threads`` and ``delete_threads`` the admin's actions;
+``policy_problems`` says what a policy lacks (the admin's policy form).
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from durable import audit
+from durable.graphs import UnknownGraph, graph_names
 from durable.models import AuditEvent, Checkpoint, RetentionPolicy, Run, Tenant, Thread
 from durable.persistence.checkpoint import Counts, DjangoSaver
 from durable.persistence.store import DjangoStore
@@ -135,7 +138,7 @@ class Report:
         removed = self.removed
         verb = "Would remove" if self.dry_run else "Removed"
         parts = [
-            f"{self.pruned} thread{'s' * (self.pruned != 1)} pruned",
+            f"{self.pruned} thread{pluralize(self.pruned)} pruned",
             f"{self.deleted} deleted",
             f"{self.unchanged} unchanged",
             f"{len(self.of(SKIP))} skipped (active run)",
@@ -143,8 +146,9 @@ class Report:
         if errors := len(self.of(ERROR)):
             parts.append(f"{errors} failed")
         return (
-            f"{verb} {removed.checkpoints} checkpoints, {removed.blobs} blobs, "
-            f"{removed.writes} writes: {', '.join(parts)}."
+            f"{verb} {removed.checkpoints} checkpoint{pluralize(removed.checkpoints)}, "
+            f"{removed.blobs} blob{pluralize(removed.blobs)}, "
+            f"{removed.writes} write{pluralize(removed.writes)}: {', '.join(parts)}."
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -160,6 +164,24 @@ class Report:
         }
 
 
+# -- what a policy must say -----------------------------------------------------------------
+
+
+def policy_problems(graph: str, max_age, keep_last) -> dict[str, str]:
+    """What keeps a policy with these fields from applying, by field (``{}``: nothing):
+    a ``graph`` that is not registered (blank is every graph), or neither a ``max_age``
+    nor a ``keep_last`` (the model's ``retention_has_a_limit``, said in words)."""
+    problems = {}
+    if graph and graph not in graph_names():
+        problems["graph"] = str(UnknownGraph(graph))
+    if max_age is None and keep_last is None:
+        problems["max_age"] = (
+            "A policy needs a maximum age (max_age) or a number of checkpoints to keep "
+            "(keep_last): set one of them, or both."
+        )
+    return problems
+
+
 # -- which threads, and what happens to each ---------------------------------------------
 
 
@@ -172,7 +194,8 @@ def rule_for(policy: RetentionPolicy, thread: Thread, now: datetime) -> Rule | N
             return Rule(DELETE, policy=policy, why=why)
         return Rule(PRUNE, keep=1, policy=policy, why=why)
     if policy.keep_last is not None:
-        why = f"keeps its last {policy.keep_last} checkpoints (policy {policy})"
+        kept = f"{policy.keep_last} checkpoint{pluralize(policy.keep_last)}"
+        why = f"keeps its last {kept} (policy {policy})"
         return Rule(PRUNE, keep=policy.keep_last, policy=policy, why=why)
     return None
 

@@ -44,7 +44,7 @@ def start_forms(form: StartRunForm) -> dict:
             "input": (
                 form.data.get("input")
                 if submitted == name
-                else json.dumps(example_input(name), indent=2)
+                else json.dumps(example_input(name), indent=2, ensure_ascii=False)
             ),
             "errors": form.errors if submitted == name else {},
         }
@@ -88,7 +88,11 @@ class ForkForm(forms.Form):
         self.keys = []
         for key in shape.state_keys:
             combined = key in shape.combined_keys
-            start = "" if combined or key not in current else json.dumps(current[key], indent=2)
+            start = (
+                ""
+                if combined or key not in current
+                else json.dumps(current[key], indent=2, ensure_ascii=False)
+            )
             too_large = len(start) > values.EDIT_LIMIT
             self.fields[f"state-{key}"] = forms.CharField(
                 required=False,

@@ -17,8 +17,20 @@ def reason_field(required_message: str) -> forms.CharField:
         label="Reason (required)",
         max_length=REASON_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={"required": required_message},
+        error_messages={"required": required_message, **no_nul("reason")},
     )
+
+
+def nul_message(name: str) -> str:
+    """What an operator is told of a NUL character in the text of ``name``: it cannot be
+    stored (PostgreSQL refuses it in text and jsonb)."""
+    return f"{name}: contains a NUL character (\\u0000), which cannot be stored; remove it."
+
+
+def no_nul(name: str) -> dict:
+    """``error_messages`` that name the field ``name`` when Django's
+    ``ProhibitNullCharactersValidator`` (every ``CharField`` has it) refuses its text."""
+    return {"null_characters_not_allowed": nul_message(name)}
 
 
 def parse_json(text: str, subject: str):

@@ -13,7 +13,7 @@ from django import forms
 from django.forms import BoundField
 from langgraph.types import Interrupt
 
-from dashboard.forms.fields import error_on, field_error, parse_json
+from dashboard.forms.fields import error_on, field_error, no_nul, nul_message, parse_json
 from dashboard.present import interrupts, values
 from durable import engine
 from durable.engine import checks
@@ -160,13 +160,17 @@ class ResumeForm(forms.Form):
             ),
             message=self._add(
                 f"message-{prefix}",
-                forms.CharField(required=False, label="Reason (sent with a rejection)"),
+                forms.CharField(
+                    required=False,
+                    label="Reason (sent with a rejection)",
+                    error_messages=no_nul("reason"),
+                ),
             ),
         )
         if "edit" in action.allowed:
             if action.specs is not None:
                 card.inputs = self._inputs(f"arg-{prefix}", action.specs)
-            initial = json.dumps(action.args, indent=2)
+            initial = json.dumps(action.args, indent=2, ensure_ascii=False)
             card.args_too_large = len(initial) > values.EDIT_LIMIT
             card.args = self._add(
                 f"args-{prefix}",
@@ -193,7 +197,13 @@ class ResumeForm(forms.Form):
         )
         card.text = self._add(
             f"text-{card.id}",
-            forms.CharField(required=False, strip=True, label="Response", widget=forms.Textarea),
+            forms.CharField(
+                required=False,
+                strip=True,
+                label="Response",
+                widget=forms.Textarea,
+                error_messages=no_nul("response"),
+            ),
         )
         if "edit" in request.allowed:
             card.inputs = self._inputs(f"arg-{card.id}-0", request.specs)
@@ -300,17 +310,25 @@ class ResumeForm(forms.Form):
         return {"type": "ignore", "args": None}
 
     def _edited(self, original: dict, inputs: list[ArgInput]) -> dict:
-        """``original`` with each submitted argument input applied."""
+        """``original`` with each submitted argument input applied. Raises a
+        ``ValidationError`` with the error of each input at fault, on that input."""
         args = dict(original)
+        errors = {}
         for arg in inputs:
             name = arg.field.html_name
             if name not in self.data:
                 continue
-            value = field_error(name, _parse_arg, arg.spec, self.data[name])
+            try:
+                value = _parse_arg(arg.spec, self.data[name])
+            except forms.ValidationError as exc:
+                errors[name] = exc.messages[0]
+                continue
             if value is _OMIT:
                 args.pop(arg.spec.key, None)
             else:
                 args[arg.spec.key] = value
+        if errors:
+            raise forms.ValidationError(errors)
         return args
 
 
@@ -321,7 +339,12 @@ _OMIT = object()
 
 def _parse_arg(spec: interrupts.ArgSpec, text: str) -> Any:
     """The value typed into ``spec``'s input; ``_OMIT`` for an empty input of an
-    argument that is not text, or of a text argument the request did not have."""
+    argument that is not text, or of a text argument the request did not have. A
+    required argument (``spec.required``) left empty or blank is refused."""
+    if "\x00" in text:
+        raise forms.ValidationError(nul_message(spec.key))
+    if spec.required and not text.strip():
+        raise forms.ValidationError(f"{spec.key} is required: an edit cannot leave it empty.")
     if spec.kind in ("string", "text", "choice"):
         if spec.kind == "choice" and text and text not in spec.choices:
             raise forms.ValidationError(f"Choose one of: {', '.join(spec.choices)}.")

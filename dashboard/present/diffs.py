@@ -109,13 +109,20 @@ def _keyed(value: Any) -> Any:
 
 def side_by_side(a: Any, b: Any, context: int = CONTEXT_LINES) -> list[Line]:
     """Rows of a line diff of the pretty JSON of ``a`` and ``b``; runs of unchanged
-    lines longer than twice ``context`` are cut to ``context`` lines each side."""
+    lines longer than twice ``context`` are cut to ``context`` lines each side. Lines are
+    compared without their trailing comma: a key added after the last one puts a comma
+    on the line before it, which is not a change of that line."""
     left, right = pretty(a).splitlines(), pretty(b).splitlines()
     rows: list[Line] = []
-    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None,
+        [line.removesuffix(",") for line in left],
+        [line.removesuffix(",") for line in right],
+        autojunk=False,
+    )
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            rows.extend(_equal_rows(left, i1, i2, j1, context))
+            rows.extend(_equal_rows(left, right, i1, i2, j1, context))
             continue
         for k in range(max(i2 - i1, j2 - j1)):
             i, j = i1 + k, j1 + k
@@ -132,9 +139,12 @@ def side_by_side(a: Any, b: Any, context: int = CONTEXT_LINES) -> list[Line]:
     return rows
 
 
-def _equal_rows(left: list[str], i1: int, i2: int, j1: int, context: int) -> list[Line]:
+def _equal_rows(
+    left: list[str], right: list[str], i1: int, i2: int, j1: int, context: int
+) -> list[Line]:
     def row(i: int) -> Line:
-        return Line("equal", i + 1, left[i], j1 + (i - i1) + 1, left[i])
+        j = j1 + (i - i1)
+        return Line("equal", i + 1, left[i], j + 1, right[j])
 
     if i2 - i1 <= 2 * context:
         return [row(i) for i in range(i1, i2)]

@@ -84,7 +84,9 @@ class ArgSpec:
             return ""
         if self.kind in ("string", "text", "choice"):
             return str(self.initial)
-        return json.dumps(self.initial, indent=2 if self.kind == "json" else None)
+        return json.dumps(
+            self.initial, indent=2 if self.kind == "json" else None, ensure_ascii=False
+        )
 
     @property
     def too_large(self) -> bool:
@@ -126,20 +128,24 @@ def _spec_from_property(key: str, prop: Any, value: Any, required: bool) -> ArgS
 
 def specs_from_values(args: dict) -> list[ArgSpec]:
     """Per-argument inputs inferred from the arguments' current values (agent-inbox
-    edits each argument in its own field)."""
+    edits each argument in its own field). An agent-inbox request carries no schema, so
+    its arguments are what the action takes: each one that has a value is required (an
+    edit changes it, it cannot empty it)."""
     return [_spec_from_value(key, value) for key, value in args.items()]
 
 
 def _spec_from_value(key: str, value: Any) -> ArgSpec:
+    required = value is not None and value != ""
     if isinstance(value, bool):
-        return ArgSpec(key, "boolean", value)
+        return ArgSpec(key, "boolean", value, required)
     if isinstance(value, int):
-        return ArgSpec(key, "integer", value)
+        return ArgSpec(key, "integer", value, required)
     if isinstance(value, float):
-        return ArgSpec(key, "number", value)
+        return ArgSpec(key, "number", value, required)
     if isinstance(value, str):
-        return ArgSpec(key, "text" if "\n" in value or len(value) > 80 else "string", value)
-    return ArgSpec(key, "json", value)
+        kind = "text" if "\n" in value or len(value) > 80 else "string"
+        return ArgSpec(key, kind, value, required)
+    return ArgSpec(key, "json", value, required)
 
 
 # -- the two action schemas ----------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from durable.admin.scoping import ByCheckpointThread, ByNamespace, ReadOnly
@@ -31,7 +32,7 @@ class NamespaceFilter(admin.SimpleListFilter):
 
 
 def _size(data) -> str:
-    return "—" if data is None else f"{len(data)} bytes"
+    return "—" if data is None else f"{len(data)} byte{pluralize(len(data))}"
 
 
 class _NamedThreadsChangeList(ChangeList):

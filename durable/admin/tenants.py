@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.utils.html import format_html
 
-from durable import audit, tenancy
+from durable import audit, retention, tenancy
 from durable.admin.actions import AppliesRetention
 from durable.admin.scoping import ReadOnly, TenantScoped
 from durable.models import ApiToken, AuditEvent, Membership, RetentionPolicy, Role, Tenant
@@ -173,8 +174,30 @@ def _duration(value: timedelta | None) -> str | None:
     return None if value is None else str(value)
 
 
+class RetentionPolicyForm(forms.ModelForm):
+    """A policy refused with what it lacks (``durable.retention.policy_problems``), on the
+    field at fault. A policy whose graph is no longer registered may still be changed
+    (disabled, say) as long as its graph is not."""
+
+    class Meta:
+        model = RetentionPolicy
+        fields = "__all__"
+
+    def clean(self):
+        cleaned = super().clean()
+        problems = retention.policy_problems(
+            cleaned.get("graph") or "", cleaned.get("max_age"), cleaned.get("keep_last")
+        )
+        if self.instance.pk is not None and "graph" not in self.changed_data:
+            problems.pop("graph", None)
+        for field, message in problems.items():
+            self.add_error(field, message)
+        return cleaned
+
+
 @admin.register(RetentionPolicy)
 class RetentionPolicyAdmin(AppliesRetention, TenantScoped, admin.ModelAdmin):
+    form = RetentionPolicyForm
     list_display = ("tenant", "graph_or_all", "max_age", "strategy", "keep_last", "enabled")
     list_filter = ("enabled", "strategy", "tenant")
     search_fields = ("tenant__slug", "graph")

@@ -11,8 +11,10 @@ from typing import Any
 
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import validator_for
+from langgraph.channels import LastValue
 from langgraph.constants import END
 from langgraph.types import Interrupt
+from pydantic import PydanticUserError
 
 from durable.graphs import UnknownGraph, get_graph
 from durable.models import Checkpoint, Run, Thread
@@ -28,6 +30,10 @@ COPY, INPUT = "__copy__", "__input__"
 CHECKPOINT_ID_MAX_LENGTH = 64
 REQUESTED_BY_MAX_LENGTH = 150
 MAX_JSON_DEPTH = 100
+# An input refused by the graph's input schema: how many of its problems are named, and
+# how long each may be (a jsonschema message quotes the value at fault).
+MAX_SCHEMA_PROBLEMS = 3
+MAX_PROBLEM_LENGTH = 200
 
 
 class InvalidRequest(ValueError):
@@ -64,6 +70,9 @@ def checked_name(name: Any) -> str:
 
 
 def check_input(compiled, input: Any) -> None:
+    """``input`` as a run of ``compiled`` takes it: a JSON object of the graph's input
+    keys (any of them: LangGraph takes a partial input), each of the type the input
+    schema gives it (``check_input_types``). Raises ``InvalidRequest("input")``."""
     if not isinstance(input, dict):
         raise InvalidRequest("input", "input must be a JSON object.")
     check_storable(input, "input")
@@ -71,6 +80,50 @@ def check_input(compiled, input: Any) -> None:
     # read from the builder rather than a JSON schema, which not every type can produce.
     allowed = set(compiled.builder.schemas[compiled.builder.input_schema])
     _check_keys(input, allowed, "input", "Unknown input key(s)", "The graph takes")
+    check_input_types(compiled, input, "input")
+
+
+def check_input_types(compiled, values: dict, field: str) -> None:
+    """Each key of ``values`` against its property in the graph's input JSON schema
+    (LangGraph's ``get_input_jsonschema``). Only keys whose channel keeps what it is given
+    (``LastValue``) are checked: a key with a reducer takes what its reducer takes
+    (``add_messages`` a message, a string, a tuple, a list of them), not the type of the
+    value it keeps. No key is required, and a graph whose types have no JSON schema is
+    not checked. Raises ``InvalidRequest(field)`` naming each key at fault."""
+    try:
+        schema = compiled.get_input_jsonschema()
+    except (PydanticUserError, TypeError):
+        return
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return
+    channels = compiled.builder.channels
+    kept = {
+        key: prop
+        for key, prop in properties.items()
+        if key in values and isinstance(channels.get(key), LastValue)
+    }
+    checked = {"type": "object", "properties": kept, "$defs": schema.get("$defs", {})}
+    validator = _validator(checked)
+    if validator is None:
+        return
+    errors = sorted(validator.iter_errors(values), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        problems = "; ".join(
+            f"{field}.{_path(error)}: {_clip(error.message)}"
+            for error in errors[:MAX_SCHEMA_PROBLEMS]
+        )
+        raise InvalidRequest(field, f"Does not match the graph's input schema: {problems}.")
+
+
+def _path(error: ValidationError) -> str:
+    return ".".join(str(p) for p in error.absolute_path)
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_PROBLEM_LENGTH:
+        return text
+    return text[: MAX_PROBLEM_LENGTH - 1] + "…"
 
 
 def _check_keys(values: dict, allowed: set, field: str, what: str, takes: str) -> None:
@@ -106,6 +159,7 @@ def check_update(compiled, values: Any, as_node: Any) -> None:
     if as_node == INPUT:
         keys = set(compiled.builder.schemas[compiled.builder.input_schema])
         _check_keys(values, keys, "values", "Unknown input key(s)", "The graph takes")
+        check_input_types(compiled, values, "values")
     else:
         keys = set(compiled.builder.channels)
         _check_keys(values, keys, "values", "Unknown state key(s)", "The state has")
@@ -186,12 +240,19 @@ def schema_error(value: Any, schema: dict) -> ValidationError | None:
     ``ValidationError``: ``.message``, and ``.absolute_path`` the keys and indexes down to
     the part at fault), or ``None``. A broken schema checks nothing: it is the graph's
     mistake, and refusing every answer would leave the interrupt unanswerable."""
+    validator = _validator(schema)
+    return None if validator is None else next(iter(validator.iter_errors(value)), None)
+
+
+def _validator(schema: dict):
+    """A jsonschema validator of ``schema`` (its own draft), or ``None`` for a broken
+    schema."""
     try:
         validator = validator_for(schema)(schema)
         validator.check_schema(schema)
     except SchemaError:
         return None
-    return next(iter(validator.iter_errors(value)), None)
+    return validator
 
 
 def run_options(metadata, durability, multitask_strategy, requested_by) -> dict:

@@ -111,7 +111,11 @@ def test_per_argument_edits_become_the_edited_action(data, decision):
     [
         ({"arg-i1-0-nights": "2.5"}, "arg-i1-0-nights", "nights must be a whole number"),
         ({"arg-i1-0-nights": "0"}, "arg-i1-0-nights", "args_schema at nights: 0 is less than"),
-        ({"arg-i1-0-nights": ""}, "arg-i1-0-nights", "&#x27;nights&#x27; is a required"),
+        (
+            {"arg-i1-0-nights": ""},
+            "arg-i1-0-nights",
+            "nights is required: an edit cannot leave it empty.",
+        ),
         ({"arg-i1-0-city": "Paris"}, "arg-i1-0-city", "Choose one of: Oslo, Bergen"),
         ({"arg-i1-0-notes": "[1,"}, "arg-i1-0-notes", "notes is not valid JSON"),
         ({"args-i1-0": '{"city": "Oslo"}'}, "args-i1-0", "&#x27;nights&#x27; is a required"),

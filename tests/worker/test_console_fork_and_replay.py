@@ -151,7 +151,7 @@ def test_the_replay_page_lists_what_runs_again_and_warns(client):
     assert "First: <code>request_approval</code>" in page
     assert "<code>validate</code>, <code>pay</code>, <code>reject</code>" in page
     assert "LLM calls, tools, payments or emails happen again" in page
-    assert "1 interrupt were pending here; it fires again" in page
+    assert "1 interrupt was pending here; it fires again" in page
 
 
 def test_a_replay_needs_a_reason(client):
