@@ -168,13 +168,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # broker is back (durable.engine.queue).
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-    # What a request that sends a run or a revoke may wait for a broker that is down:
-    # one connection attempt (kombu retries for seconds by default; the reapers send the
-    # run later: durable.engine.queue), within these socket timeouts, without which a
-    # Redis that accepts connections but does not answer (a failover, a half-open
-    # connection) holds a publish forever. The worker's own connection retries on
-    # its own (above). Not for the SQLAlchemy transport, which hands its options to
-    # create_engine.
+    # A request that sends a run or a revoke while Redis is down waits for one
+    # connection attempt (kombu's default retries take seconds; the reapers send the run
+    # later: durable.engine.queue), within these socket timeouts: without them a Redis
+    # that accepts connections but does not answer (a failover, a half-open connection)
+    # holds a publish forever. The worker's own connection retries as set above. Not for
+    # the SQLAlchemy transport, which hands its options to create_engine.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "max_retries": 0,
         "socket_timeout": 2.0,
