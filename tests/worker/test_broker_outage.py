@@ -85,11 +85,11 @@ def test_runs_posted_while_the_broker_is_down_are_pending_then_run_when_it_is_ba
             timeout=10,
             message="the waiting client's run",
         )
-        # Committed, not sent: the API's send failed, and so do the reaper's, which
+        # Committed, not sent: the API's sends failed, and so do the reaper's, which
         # goes on trying every interval.
         time.sleep(3 * REAPER)
         runs = list(Run.objects.order_by("pk"))
-        assert [(r.status, r.dispatched_at) for r in runs] == [("pending", None)] * 4
+        assert [(r.status, r.attempt) for r in runs] == [("pending", 0)] * 4
         assert worker.proc.poll() is None
 
         redis.start()
@@ -106,6 +106,7 @@ def test_runs_posted_while_the_broker_is_down_are_pending_then_run_when_it_is_ba
     assert took < REAPER + RECONNECT + 3, took
     assert "reaper failed" not in worker.log()
     assert "could not send run" in worker.log()
+    assert "could not send run" in web.log()
 
 
 def test_a_run_whose_message_was_lost_is_sent_again_after_a_lease(broker):
