@@ -19,10 +19,10 @@ Everything that differs between machines comes from the environment:
 - ``DURABLE_VAR_DIR``: where the SQLite files and the app's own files live; default ``var/``.
 - The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
   ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
-  ``DURABLE_STOP_GRACE_SECONDS``, ``DURABLE_REDISPATCH_SECONDS``,
-  ``DURABLE_RUN_TIMEOUT_SECONDS`` and ``DURABLE_RETENTION_INTERVAL_SECONDS``;
-  ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``1``: run records wait for the WAL flush). What
-  each means, and its default when unset: ``durable.conf``.
+  ``DURABLE_STOP_GRACE_SECONDS``, ``DURABLE_RUN_TIMEOUT_SECONDS`` and
+  ``DURABLE_RETENTION_INTERVAL_SECONDS``; ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``1``: run
+  records wait for the WAL flush). What each means, and its default when unset:
+  ``durable.conf``.
 """
 
 import os
@@ -165,6 +165,22 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker waits out a broker outage of any length (Celery's default gives up after 100
+# attempts, and the worker exits): runs are in the database, and it sends them when the
+# broker is back (durable.engine.queue).
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # A request that sends a run or a revoke while Redis is down waits for one
+    # connection attempt (kombu's default retries take seconds; the reapers send the run
+    # later: durable.engine.queue), within these socket timeouts: without them a Redis
+    # that accepts connections but does not answer (a failover, a half-open connection)
+    # holds a publish forever. The worker's own connection retries as set above. Not for
+    # the SQLAlchemy transport, which hands its options to create_engine.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "max_retries": 0,
+        "socket_timeout": 2.0,
+        "socket_connect_timeout": 2.0,
+    }
 
 
 def _seconds(name: str) -> float | None:
@@ -176,8 +192,8 @@ def _seconds(name: str) -> float | None:
 # The run engine (durable.engine). A running run holds a lease of DURABLE_RUN_LEASE_SECONDS
 # that its worker renews every DURABLE_HEARTBEAT_SECONDS; the reaper, which every worker
 # runs every DURABLE_REAPER_INTERVAL_SECONDS (durable.engine.tasks; no Celery beat needed),
-# re-enqueues runs whose lease expired (their worker died) and re-sends pending runs no
-# worker took for DURABLE_REDISPATCH_SECONDS (a lost message).
+# re-enqueues runs whose lease expired (their worker died) and sends the pending runs whose
+# message is not on its way (not sent during a broker outage, or lost: durable.engine.queue).
 # A run asked to stop that has not reached a super-step boundary within
 # DURABLE_STOP_GRACE_SECONDS is stopped hard (its pool process is killed).
 # DURABLE_RUN_TIMEOUT_SECONDS bounds a run's wall time (status "timeout"); unset, no limit.
@@ -185,7 +201,6 @@ DURABLE_RUN_LEASE_SECONDS = _seconds("DURABLE_RUN_LEASE_SECONDS")
 DURABLE_HEARTBEAT_SECONDS = _seconds("DURABLE_HEARTBEAT_SECONDS")  # None: a third of the lease
 DURABLE_REAPER_INTERVAL_SECONDS = _seconds("DURABLE_REAPER_INTERVAL_SECONDS")
 DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS")
-DURABLE_REDISPATCH_SECONDS = _seconds("DURABLE_REDISPATCH_SECONDS")
 DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS")
 # On PostgreSQL the worker's own records (a run's claim, its events, its outcome) commit
 # without waiting for the WAL flush (durable.engine.records); 1 makes them wait, as checkpoints do.

@@ -14,14 +14,14 @@ Settings (seconds unless said otherwise):
 - ``DURABLE_SERDE_ALLOWLIST``: dotted class names stored state may revive beyond the
   registered graphs' own types. Default none.
 - ``DURABLE_RUN_LEASE_SECONDS`` (30): how long a worker's claim on a running run lasts
-  unless renewed (``durable.engine.lease``).
+  unless renewed (``durable.engine.lease``); also how long a pending run's message may
+  go unclaimed before it counts as lost and is sent again (``durable.engine.queue``).
 - ``DURABLE_HEARTBEAT_SECONDS`` (``None``: a third of the lease): how often it is renewed.
 - ``DURABLE_REAPER_INTERVAL_SECONDS`` (10): how often each worker looks for runs whose
-  lease expired (``durable.engine.recovery``).
+  lease expired and for pending runs whose message is not on its way (not sent during a
+  broker outage, or lost: ``durable.engine.recovery``).
 - ``DURABLE_STOP_GRACE_SECONDS`` (30): how long a run asked to stop may take to reach a
   super-step boundary before its process is killed.
-- ``DURABLE_REDISPATCH_SECONDS`` (300): after how long a pending run no worker took is
-  sent again.
 - ``DURABLE_RUN_TIMEOUT_SECONDS`` (``None``: no limit): a run's longest wall time.
 - ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``False``): ``True`` makes the worker's run records
   wait for the WAL flush on PostgreSQL, as checkpoints do (``durable.engine.records``).
@@ -53,7 +53,6 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_HEARTBEAT_SECONDS": None,
     "DURABLE_REAPER_INTERVAL_SECONDS": 10.0,
     "DURABLE_STOP_GRACE_SECONDS": 30.0,
-    "DURABLE_REDISPATCH_SECONDS": 300.0,
     "DURABLE_RUN_TIMEOUT_SECONDS": None,
     "DURABLE_RUN_SYNCHRONOUS_COMMIT": False,
     "DURABLE_RETENTION_INTERVAL_SECONDS": 3600.0,

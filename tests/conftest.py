@@ -90,11 +90,15 @@ _flush_retrying_deadlocks()
 # -- the processes tests start ------------------------------------------------------------
 
 
+# This process's Celery app sends to the test broker from the start: its connection
+# pool keeps the URL it was first made with, which a test that dispatches a run makes.
+celery_app.conf.broker_url = broker_url()
+
+
 @pytest.fixture(scope="session")
 def celery_broker():
-    """Point this process's Celery app at the test broker and empty its queue, so no
-    task from an earlier test session reaches this session's fresh database."""
-    celery_app.conf.broker_url = broker_url()
+    """Empty the test broker's queue, so no task from an earlier test session reaches
+    this session's fresh database."""
     with celery_app.connection_for_write() as conn:
         conn.default_channel.queue_declare("celery", durable=True, auto_delete=False)
         conn.default_channel.queue_purge("celery")

@@ -2,34 +2,46 @@
 definitions in ``durable.engine.tasks``).
 
 A run's durability lives in its row, not in its message: a message lost or sent twice
-is harmless (the reaper sends a pending run again; only one claim succeeds). So every
-send happens once the transaction that wrote the run commits, and a broker outage never
-undoes what the database committed.
+is harmless (only one claim succeeds). So every send happens once the transaction that
+wrote the run commits, and a broker outage never undoes what the database committed. A
+send makes one attempt, bounded by the broker's socket timeouts
+(``dashboard/settings.py``), and never raises: a request during an outage is answered
+with its run ``pending``. The rows are the outbox: a run whose message is not on its way
+(``unsent``) is sent by the reaper of every worker (``send_unsent``), once the broker is
+back.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from datetime import datetime, timedelta
 
 from celery import current_app
-from django.db import transaction
+from django.db import DatabaseError, transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from durable import conf
+from durable.engine import records
 from durable.engine.policy import Sends, next_run
-from durable.models import Run
+from durable.models import Run, Thread
 from durable.tasknames import RUN_TASK
 
 logger = logging.getLogger(__name__)
+
+# One attempt per send: the outbox (``send_unsent``) is the retry. Kombu's default
+# (three more attempts) would hold a request for each of them on a broker that does
+# not answer.
+_ONE_ATTEMPT = {"max_retries": 0}
 
 
 def dispatch(run: Run) -> None:
     """Send ``execute_run(run.pk)`` to the broker under a fresh task id, recorded on the
     run first (with ``dispatched_at``) so that a cancel can revoke it; inside a
-    transaction, once it commits."""
-    task_id = str(uuid.uuid4())
-    Run.objects.filter(pk=run.pk).update(task_id=task_id, dispatched_at=timezone.now())
-    transaction.on_commit(lambda: current_app.send_task(RUN_TASK, (run.pk,), task_id=task_id))
+    transaction, once it commits. A send that fails leaves the run ``unsent``."""
+    task_id = _mark(run)
+    transaction.on_commit(lambda: _send(run.pk, task_id))
 
 
 def dispatch_next(thread_pk: int) -> Run | None:
@@ -40,6 +52,68 @@ def dispatch_next(thread_pk: int) -> Run | None:
     if run is not None and run.dispatched_at is None:
         dispatch(run)
     return run
+
+
+def unsent(now: datetime) -> QuerySet[Run]:
+    """The pending runs whose turn it is (no run of their thread is running or older and
+    pending: ``records.earlier_runs``) and whose message is not on its way at ``now``:
+    never sent, or its send failed (``dispatched_at`` is ``None``), or sent more than
+    ``DURABLE_RUN_LEASE_SECONDS`` ago and still not claimed. Such a message was lost: a
+    broker restarted without its queue, a pool process killed between taking the message
+    and claiming the run (Redis gives an unacknowledged message back only after its
+    visibility timeout, an hour). A message that merely waits behind a backlog gets a
+    duplicate once a lease, which a worker drops after one claim attempt."""
+    lost = now - timedelta(seconds=conf.DURABLE_RUN_LEASE_SECONDS)
+    waits = Exists(records.earlier_runs(OuterRef("thread"), OuterRef("pk")))
+    return (
+        Run.objects.filter(status=Run.Status.PENDING)
+        .filter(Q(dispatched_at=None) | Q(dispatched_at__lt=lost))
+        .exclude(waits)
+    )
+
+
+def send_unsent(limit: int = 100) -> int:
+    """Send the ``unsent`` runs, oldest first, each marked under its thread's lock (as
+    every run transaction takes it) and sent once that commits. Stops at the first send
+    that fails: the broker is down, and the next pass tries again. Returns how many
+    were sent."""
+    sent = 0
+    for run in unsent(timezone.now()).order_by("pk")[:limit]:
+        with transaction.atomic():
+            try:
+                records.lock_thread(run.thread_pk)
+            except Thread.DoesNotExist:
+                continue  # deleted meanwhile
+            if not unsent(timezone.now()).filter(pk=run.pk).exists():
+                continue  # sent or claimed meanwhile
+            task_id = _mark(run)
+        if not _send(run.pk, task_id):
+            break
+        sent += 1
+    return sent
+
+
+def _mark(run: Run) -> str:
+    task_id = str(uuid.uuid4())
+    Run.objects.filter(pk=run.pk).update(task_id=task_id, dispatched_at=timezone.now())
+    return task_id
+
+
+def _send(run_pk: int, task_id: str) -> bool:
+    """Send the run's message; on failure mark the run unsent again (unless a newer
+    dispatch replaced this one) and return False. Never raises."""
+    try:
+        current_app.send_task(RUN_TASK, (run_pk,), task_id=task_id, retry_policy=_ONE_ATTEMPT)
+        return True
+    except Exception as exc:  # whatever the broker does, the run stays committed
+        logger.warning("could not send run %s (%s); the reaper sends it later", run_pk, exc)
+    try:
+        Run.objects.filter(pk=run_pk, task_id=task_id, status=Run.Status.PENDING).update(
+            dispatched_at=None
+        )
+    except DatabaseError:  # then it counts as lost, and is sent again after a lease
+        logger.warning("could not mark run %s unsent", run_pk, exc_info=True)
+    return False
 
 
 def revoke(task_id: str) -> None:

@@ -56,11 +56,17 @@ def lock_thread(thread: Thread | int) -> Thread:
 
 
 def must_wait(run: Run) -> bool:
-    """Whether an earlier run blocks ``run``: one of its thread is running, or is pending
-    and older (runs start one at a time, oldest first). Call it holding the thread's
-    lock. (The PostgreSQL claim asks the same in SQL: ``_MUST_WAIT``.)"""
-    earlier = Q(status=Run.Status.RUNNING) | Q(status=Run.Status.PENDING, pk__lt=run.pk)
-    return Run.objects.filter(earlier, thread=run.thread_pk).exists()
+    """Whether an earlier run blocks ``run``. Call it holding the thread's lock."""
+    return earlier_runs(run.thread_pk, run.pk).exists()
+
+
+def earlier_runs(thread_pk, run_pk):
+    """The runs that block run ``run_pk`` of thread ``thread_pk`` (values, or
+    ``OuterRef``s in a subquery): one of its thread is running, or is pending and older
+    (runs start one at a time, oldest first). (The PostgreSQL claim asks the same in
+    SQL: ``_MUST_WAIT``.)"""
+    earlier = Q(status=Run.Status.RUNNING) | Q(status=Run.Status.PENDING, pk__lt=run_pk)
+    return Run.objects.filter(earlier, thread=thread_pk)
 
 
 def held(run: Run):

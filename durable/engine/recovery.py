@@ -3,7 +3,8 @@
 **The reaper.** ``reap``, which every worker's main process runs on a timer
 (``durable.engine.tasks``), finds running runs whose lease expired, because their worker
 died (SIGKILL, a lost machine) or was stopped hard, and re-enqueues them, or ends them as
-their stop request says; it sends again pending runs whose message was lost. Neither the
+their stop request says; it sends the pending runs whose message is not on its way: not
+sent because the broker was down, or lost (``durable.engine.queue``). Neither the
 embedded broker nor Redis (its visibility timeout is an hour) redelivers the task of a
 killed worker promptly, so this durability lives in our tables.
 
@@ -20,13 +21,10 @@ the signal.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
-from durable import conf
 from durable.engine import policy, queue, records
 from durable.engine.execution import end, requeue, roll_back
 from durable.models import Run, Thread
@@ -35,19 +33,20 @@ logger = logging.getLogger(__name__)
 
 
 def reap(limit: int = 100) -> dict[str, int]:
-    """Settle runs whose worker is gone, and re-send runs whose message was lost.
+    """Settle runs whose worker is gone, and send the runs whose message is not on its
+    way.
 
     A running run whose lease expired goes back to pending and is enqueued again, or,
     if it had been asked to stop, ends as asked (cancelled, timed out, rolled back).
-    A pending run at the head of its thread's queue that no worker has taken for
-    ``DURABLE_REDISPATCH_SECONDS`` is sent again (a duplicate message is harmless: only
-    one claim succeeds). Safe with many reapers at once: each claims rows with
-    ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL (SQLite runs one writer at a
-    time), each under its thread's lock, taken first as every run transaction does.
-    Returns counts: ``{"requeued", "ended", "redispatched"}``."""
+    Then the pending runs whose turn it is and whose message was never sent, failed to
+    send (a broker outage) or was sent a lease ago and not claimed (lost) are sent
+    (``queue.unsent``; a duplicate message is harmless: only one claim succeeds). Safe
+    with many reapers at once: each claims rows with ``SELECT ... FOR UPDATE SKIP
+    LOCKED`` on PostgreSQL (SQLite runs one writer at a time), each under its thread's
+    lock, taken first as every run transaction does. Returns counts: ``{"requeued",
+    "ended", "redispatched"}``."""
     counts = {"requeued": 0, "ended": 0, "redispatched": 0}
-    now = timezone.now()
-    stale = Run.objects.filter(status=Run.Status.RUNNING, lease_expires_at__lt=now)
+    stale = Run.objects.filter(status=Run.Status.RUNNING, lease_expires_at__lt=timezone.now())
     for run_id, thread_pk in stale.order_by("lease_expires_at").values_list("pk", "thread")[:limit]:
         with transaction.atomic():
             if not _locked(thread_pk):
@@ -55,16 +54,7 @@ def reap(limit: int = 100) -> dict[str, int]:
             run = stale.select_for_update(skip_locked=True).filter(pk=run_id).first()
             if run is not None:
                 counts["requeued" if _settle_lost(run) else "ended"] += 1
-    cutoff = now - timedelta(seconds=conf.DURABLE_REDISPATCH_SECONDS)
-    forgotten = Run.objects.filter(status=Run.Status.PENDING).filter(
-        Q(dispatched_at__lt=cutoff) | Q(dispatched_at=None, created_at__lt=cutoff)
-    )
-    for run in forgotten.order_by("pk")[:limit]:
-        with transaction.atomic():
-            _locked(run.thread_pk)
-            if forgotten.filter(pk=run.pk).exists() and not records.must_wait(run):
-                queue.dispatch(run)
-                counts["redispatched"] += 1
+    counts["redispatched"] = queue.send_unsent(limit)
     return counts
 
 

@@ -1,8 +1,9 @@
 """The processes tests start beside themselves, on the test database: a real Celery
 worker (``WorkerProcess``) and the console served by uvicorn (``WebProcess``), with the
 environment they share (``worker_env``) and a count of their PostgreSQL connections
-(``pg_connections``). ``tests/conftest.py`` makes session fixtures of them (``worker``,
-``web``), and of a PostgreSQL with pgvector (database alias ``PGVECTOR_ALIAS``).
+(``pg_connections``); and a Redis of a test's own, to stop and start (``RedisServer``).
+``tests/conftest.py`` makes session fixtures of the first two (``worker``, ``web``), and
+of a PostgreSQL with pgvector (database alias ``PGVECTOR_ALIAS``).
 
 The test database must be visible to these processes, so tests that use them are
 ``transaction=True`` (committed data) and, on SQLite, the test database is a file
@@ -27,6 +28,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import redis
 from django.conf import settings
 from django.db import connection
 
@@ -84,19 +86,19 @@ ENGINE_TIMINGS = {
     "DURABLE_HEARTBEAT_SECONDS": "0.5",
     "DURABLE_REAPER_INTERVAL_SECONDS": "1",
     "DURABLE_STOP_GRACE_SECONDS": "3",
-    "DURABLE_REDISPATCH_SECONDS": "2",
     # Workers keep their connection pool between runs; here it empties within seconds.
     "DURABLE_DB_POOL_MAX_IDLE_SECONDS": "1",
 }
 
 
-def worker_env() -> dict:
-    """The environment of a process the tests start: the test database and broker, the
-    tests' graphs (``DURABLE_EXTRA_GRAPHS``), the short ``ENGINE_TIMINGS``."""
+def worker_env(broker: str | None = None) -> dict:
+    """The environment of a process the tests start: the test database and broker (or
+    ``broker``), the tests' graphs (``DURABLE_EXTRA_GRAPHS``), the short
+    ``ENGINE_TIMINGS``."""
     env = dict(os.environ)
     env.update(
         DATABASE_URL=_database_url(),
-        CELERY_BROKER_URL=broker_url(),
+        CELERY_BROKER_URL=broker or broker_url(),
         DJANGO_SETTINGS_MODULE="dashboard.settings",
         PYTHONUNBUFFERED="1",
         # libpq names every PostgreSQL connection of the worker, so tests can count them.
@@ -111,14 +113,20 @@ class WorkerProcess:
     """``celery -A dashboard worker`` with the prefork pool, as ``make run`` starts it:
     no Celery beat, since every worker runs the reaper of stale runs itself. It leads
     its own process group, so ``kill()`` takes its pool processes down with it, as a
-    lost machine would."""
+    lost machine would. ``broker``: a broker URL other than the tests' own."""
 
     def __init__(
-        self, log_path: Path, name: str = "test", concurrency: int = 2, env: dict | None = None
+        self,
+        log_path: Path,
+        name: str = "test",
+        concurrency: int = 2,
+        broker: str | None = None,
+        env: dict | None = None,
     ):
         self.log_path = log_path
         self.name = name
         self.concurrency = concurrency
+        self.broker = broker
         self.env = env or {}  # settings of this worker over ``worker_env``'s
         self.proc: subprocess.Popen | None = None
 
@@ -145,7 +153,7 @@ class WorkerProcess:
                 f"--hostname={self.hostname}",
             ],
             cwd=ROOT,
-            env=worker_env() | self.env,
+            env=worker_env(self.broker) | self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -187,16 +195,18 @@ def _free_port() -> int:
 
 class WebProcess:
     """uvicorn serving ``dashboard.asgi:application`` at ``.url``, as ``make run`` serves
-    the console, with a pool of ``WEB_POOL_SIZE`` connections."""
+    the console, with a pool of ``WEB_POOL_SIZE`` connections; ``broker`` as for
+    ``WorkerProcess``."""
 
-    def __init__(self, log_path: Path):
+    def __init__(self, log_path: Path, broker: str | None = None):
         self.log_path = log_path
+        self.broker = broker
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
     def start(self):
-        env = worker_env()
+        env = worker_env(self.broker)
         env.update(PGAPPNAME=WEB_APPLICATION_NAME, DURABLE_DB_POOL_SIZE=str(WEB_POOL_SIZE))
         self._log = self.log_path.open("w")
         self.proc = subprocess.Popen(
@@ -232,3 +242,45 @@ class WebProcess:
                 self.proc.kill()
                 self.proc.wait()
         self._log.close()
+
+
+class RedisServer:
+    """A ``redis-server`` of a test's own, on a free port (``.url``), that keeps nothing:
+    after ``kill()`` and ``start()`` (on the same port) its queues are empty, as a broker
+    restarted without persistence has lost its messages."""
+
+    def __init__(self, log_path: Path):
+        self.log_path = log_path
+        self.port = _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self):
+        self._log = self.log_path.open("a")
+        self.proc = subprocess.Popen(
+            [
+                *("redis-server", "--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no"),
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for(self._answers, timeout=30, message=f"redis-server on port {self.port}")
+        return self
+
+    def _answers(self) -> bool:
+        assert self.proc.poll() is None, f"redis-server exited:\n{self.log_path.read_text()}"
+        try:
+            return redis.Redis(port=self.port, socket_timeout=1).ping()
+        except redis.RedisError:
+            return False
+
+    def kill(self):
+        """SIGKILL: the broker is gone at once, its connections cut."""
+        self.proc.kill()
+        self.proc.wait()
+        self._log.close()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.kill()

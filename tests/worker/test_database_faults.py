@@ -53,7 +53,6 @@ def patient_worker(worker):
         env={
             "DURABLE_RUN_LEASE_SECONDS": str(LEASE_SECONDS),
             "DURABLE_HEARTBEAT_SECONDS": "1",
-            "DURABLE_REDISPATCH_SECONDS": "300",
         },
     ).start()
     yield process
@@ -190,7 +189,8 @@ def test_a_claim_on_a_dropped_connection_is_tried_again(patient_worker, tmp_path
     """Right after a run, a pool process keeps its connections for the next one without
     checking them (``dashboard.celery``). Those are dropped, and a run is started at
     once: its claim meets a dead connection and is tried again on a fresh one, instead
-    of leaving the run pending until the redispatch (300 s here)."""
+    of leaving the run pending until its message is sent again a lease later (30 s
+    here)."""
     # Both pool processes have just run one.
     all_ended(start_runs(tmp_path / "before", 2), timeout=30)
     terminate_backends()

@@ -489,8 +489,8 @@ def test_a_run_that_does_not_reach_a_boundary_is_stopped_hard(worker, tmp_path):
 
 
 def test_a_pending_run_whose_message_was_lost_is_sent_again(worker):
-    """A run row with no message on its way (a broker that lost it): the reaper sends it
-    again once DURABLE_REDISPATCH_SECONDS have passed."""
+    """A run row whose message was never sent (its send failed, or its sender died after
+    the commit): the next pass of the reaper sends it."""
     thread = engine.create_thread("expense_approval")
     lost = Run.objects.create(thread=thread, graph=thread.graph, kind=Run.Kind.START, input=EXPENSE)
     assert finished(lost).status == Run.Status.INTERRUPTED
