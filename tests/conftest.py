@@ -105,12 +105,34 @@ def celery_broker():
     yield celery_app
 
 
+# The session's worker once a test has started it (``worker``).
+_session_worker: list[WorkerProcess] = []
+
+
 @pytest.fixture(scope="session")
 def worker(django_db_setup, django_db_blocker, celery_broker):
     """A real ``celery -A dashboard worker`` process on the test database and broker."""
     process = WorkerProcess(WORKER_LOG).start()
+    _session_worker.append(process)
     yield process
+    _session_worker.clear()
     process.stop()
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_where_the_folder_does_without(request):
+    """A test of a folder that does without a worker (``WITHOUT``) runs with none: the
+    session's worker, which an earlier test started (pytest-django orders tests by how
+    they use the database, not by folder), is paused meanwhile, and started again for the
+    next test that uses it. Its reaper would otherwise send, within a second, the pending
+    runs such a test writes by hand and expects to stay pending."""
+    if not _session_worker:
+        return
+    folder = request.path.relative_to(TESTS).parts[0]
+    if "worker" in WITHOUT.get(folder, ()):
+        _session_worker[0].pause()
+    elif "worker" in request.fixturenames:
+        _session_worker[0].resume()
 
 
 @pytest.fixture(scope="session")

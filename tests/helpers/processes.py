@@ -129,12 +129,14 @@ class WorkerProcess:
         self.broker = broker
         self.env = env or {}  # settings of this worker over ``worker_env``'s
         self.proc: subprocess.Popen | None = None
+        self.paused = False  # stopped by ``pause``, to be started again by ``resume``
 
     @property
     def hostname(self) -> str:
         return f"{self.name}-{os.getpid()}@{socket.gethostname()}"
 
     def start(self):
+        self.paused = False
         self.log_path.write_text("")
         self._log = self.log_path.open("a")
         self.proc = subprocess.Popen(
@@ -175,7 +177,23 @@ class WorkerProcess:
         self.proc.wait()
         self._log.close()
 
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def pause(self):
+        """Stop it for tests that promise no worker, until ``resume``."""
+        if self.running:
+            self.stop()
+            self.paused = True
+
+    def resume(self):
+        """Start it again if ``pause`` stopped it (not if a test stopped it on purpose)."""
+        if self.paused:
+            self.start()
+
     def stop(self):
+        self.paused = False
         if self.proc and self.proc.poll() is None:
             self.terminate()
             try:
@@ -233,7 +251,23 @@ class WebProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def pause(self):
+        """Stop it for tests that promise no worker, until ``resume``."""
+        if self.running:
+            self.stop()
+            self.paused = True
+
+    def resume(self):
+        """Start it again if ``pause`` stopped it (not if a test stopped it on purpose)."""
+        if self.paused:
+            self.start()
+
     def stop(self):
+        self.paused = False
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -281,6 +315,22 @@ class RedisServer:
         self.proc.wait()
         self._log.close()
 
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def pause(self):
+        """Stop it for tests that promise no worker, until ``resume``."""
+        if self.running:
+            self.stop()
+            self.paused = True
+
+    def resume(self):
+        """Start it again if ``pause`` stopped it (not if a test stopped it on purpose)."""
+        if self.paused:
+            self.start()
+
     def stop(self):
+        self.paused = False
         if self.proc and self.proc.poll() is None:
             self.kill()
