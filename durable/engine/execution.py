@@ -218,7 +218,7 @@ class _Execution:
         self.interrupts.clear()  # the run stops at the last stream's
         self._task_rank.clear()
         self._interrupt_rank.clear()
-        if _has_timeouts(self.graph):
+        if _has_timeouts(get_graph(self.run.graph)):
             async_to_sync(self._astream)(payload, config, options)
             return
         for namespace, mode, chunk in self.graph.stream(payload, config, **options):
@@ -271,7 +271,7 @@ class _Execution:
         them in the order of their names)."""
         if PUSH in task.get("triggers", ()):
             return (0, len(self._task_rank))
-        return (1, _node_order(self.graph).get(task["name"], len(self._task_rank)))
+        return (1, _node_order(get_graph(self.run.graph)).get(task["name"], len(self._task_rank)))
 
     # -- outcomes ------------------------------------------------------------------
 
@@ -347,6 +347,8 @@ def _ended_event(status: str, fields: dict) -> dict:
     return data
 
 
+# Cached on the registry's compiled graph, not on a run's copy of it (``thread_graph``):
+# one entry per graph, not one per run for the worker's lifetime.
 @functools.cache
 def _node_order(graph: CompiledStateGraph) -> dict[str, int]:
     return {name: i for i, name in enumerate(graph.nodes)}

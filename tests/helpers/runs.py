@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from durable import engine
-from durable.models import CheckpointWrite, Run, RunEvent, Thread
+from durable.models import Checkpoint, CheckpointWrite, Run, RunEvent, Thread
 from tests.helpers.graphs import runs_of
 from tests.helpers.waiting import wait_for
 
@@ -45,12 +45,22 @@ def probe(directory, **options) -> Run:
 
 def slow_started(run: Run, directory) -> None:
     """Wait until the probe's first super-step is under way: ``slow`` has started and
-    ``fast``'s write is saved as a pending write of the input checkpoint."""
+    ``fast``'s write is saved as a pending write of a checkpoint that is saved too.
+    Under the runs' default ``async`` durability LangGraph saves a task's writes and the
+    checkpoint they belong to on different threads (``langgraph/pregel/_loop.py``:
+    ``put_writes`` does not wait for ``_checkpointer_put_after_previous``), so a write can
+    be saved before its checkpoint; until that checkpoint is, a crash loses the step,
+    and ``fast`` runs again, as LangGraph's async durability allows."""
     thread_id = Thread.objects.get(pk=run.thread_pk).thread_id
+    writes = CheckpointWrite.objects.filter(thread_id=thread_id, checkpoint_ns="", channel="log")
     wait_for(
         lambda: (
             runs_of(directory, "slow") == 1
-            and CheckpointWrite.objects.filter(thread_id=thread_id, channel="log").exists()
+            and Checkpoint.objects.filter(
+                thread_id=thread_id,
+                checkpoint_ns="",
+                checkpoint_id__in=writes.values("checkpoint_id"),
+            ).exists()
         ),
         message="the probe's first super-step",
     )
