@@ -1,12 +1,15 @@
 # The README's two commands: `make run` and `make test`.
-# `make run` makes .venv with PYTHON: the newest of these that runs here (a pyenv shim
-# can exist for a version it will not run). `make test` makes it with TEST_PYTHON, 3.11,
-# the one Python that torch's CPU build on disk is for. Either reuses an existing .venv.
-ifndef PYTHON
+# PYTHON= names the Python a venv is made with. Unset, `make run` takes the newest of
+# these that runs here (a pyenv shim can exist for a version it will not run), and
+# `make test` takes 3.11, the one Python that torch's CPU build on disk is for.
+# An existing .venv is kept, whatever its Python: `rm -r .venv` to change it.
+ifdef PYTHON
+TEST_PYTHON := $(PYTHON)
+else
 PYTHON := $(firstword $(foreach p,python3.13 python3.12 python3.11,\
   $(if $(shell $(p) -c 'import sys' 2>/dev/null && echo ok),$(p))))
+TEST_PYTHON := python3.11
 endif
-TEST_PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
