@@ -1,5 +1,15 @@
 # The README's two commands: `make run` and `make test`.
-PYTHON ?= python3.11
+# PYTHON= names the Python a venv is made with. Unset, `make run` takes the newest of
+# these that runs here (a pyenv shim can exist for a version it will not run), and
+# `make test` takes 3.11, the one Python that torch's CPU build on disk is for.
+# An existing .venv is kept, whatever its Python: `rm -r .venv` to change it.
+ifdef PYTHON
+TEST_PYTHON := $(PYTHON)
+else
+PYTHON := $(firstword $(foreach p,python3.13 python3.12 python3.11,\
+  $(if $(shell $(p) -c 'import sys' 2>/dev/null && echo ok),$(p))))
+TEST_PYTHON := python3.11
+endif
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
@@ -13,10 +23,17 @@ VAR_DIR := $(or $(DURABLE_VAR_DIR),var)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/durable
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test install lint chromium
+.PHONY: run test install lint chromium smoke
+
+# $(call venv,DIR,PYTHON): make the venv DIR with PYTHON unless it exists.
+venv = @test -x $(1)/bin/python || { \
+  test -n "$(2)" || { echo "No python3.13, python3.12 or python3.11 runs here: set PYTHON=" >&2; exit 1; }; \
+  echo "Creating $(1) with $(2) ($$($(2) --version))"; $(2) -m venv $(1); }
+# Which Python a venv's targets run on.
+say_python = @echo "$(1): $$($(1)/bin/python --version)"
 
 $(INSTALLED): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(call venv,$(VENV),$(TEST_PYTHON))
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
@@ -24,7 +41,7 @@ $(INSTALLED): pyproject.toml
 install: $(INSTALLED)
 
 $(RUNTIME): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(call venv,$(VENV),$(PYTHON))
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
@@ -36,6 +53,7 @@ $(RUNTIME): pyproject.toml
 # schedules the retention sweep.
 # umask 077: the SQLite files hold password hashes, sessions and every tenant's data.
 run: $(RUNTIME)
+	$(call say_python,$(VENV))
 	umask 077 && mkdir -p $(VAR_DIR)
 	umask 077 && $(BIN)/python manage.py migrate --noinput
 	umask 077 && $(BIN)/python manage.py bootstrap
@@ -58,6 +76,22 @@ lint: install
 
 # The whole suite twice: on SQLite with the embedded broker, then on PostgreSQL + Redis.
 test: install chromium lint
+	$(call say_python,$(VENV))
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m pytest
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) $(BIN)/python -m pytest
+
+# A short pass on another Python, in a venv of its own with the runtime and langgraph-sdk
+# only: migrate, a real worker and uvicorn, a run to its interrupt answered through the API.
+# CI: PYENV_VERSION=3.13.0 make smoke PYTHON=python3.13
+SMOKE_VENV = var/smoke/$(notdir $(PYTHON))
+
+$(SMOKE_VENV)/.installed: pyproject.toml
+	$(call venv,$(SMOKE_VENV),$(PYTHON))
+	$(SMOKE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SMOKE_VENV)/bin/python -m pip install --quiet -e '.[smoke]'
+	touch $@
+
+smoke: $(SMOKE_VENV)/.installed
+	$(call say_python,$(SMOKE_VENV))
+	$(SMOKE_VENV)/bin/python .ci/smoke.py
