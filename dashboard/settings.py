@@ -16,6 +16,8 @@ Everything that differs between machines comes from the environment:
 - ``DURABLE_EXTRA_GRAPHS``: more graphs to register, ``name=dotted.path,...``.
 - ``DURABLE_DB_POOL_SIZE`` (default 8) and ``DURABLE_DB_POOL_MAX_IDLE_SECONDS`` (60): each
   process's PostgreSQL connection pool.
+- ``DURABLE_CORS_ALLOWED_ORIGINS``: comma-separated origins whose browser pages may call
+  the API (``/api/``); default ``http://localhost:3000,http://127.0.0.1:3000``.
 - ``DURABLE_VAR_DIR``: where the SQLite files and the app's own files live; default ``var/``.
 - The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
   ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
@@ -29,6 +31,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from corsheaders.defaults import default_headers as cors_default_headers
 from csp.constants import NONE, SELF
 
 from durable import conf
@@ -56,11 +59,15 @@ INSTALLED_APPS = [
     "template_partials",
     # Only for the API docs' Swagger UI files, served from here rather than a CDN.
     "ninja",
+    # CORS for the API, so browser UIs on another origin (Agent Chat UI, agent-inbox) can call it.
+    "corsheaders",
     "durable",
     "dashboard",
 ]
 
 MIDDLEWARE = [
+    # First, so that a preflight is answered before anything else looks at it.
+    "corsheaders.middleware.CorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -75,6 +82,22 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
+
+# CORS (django-cors-headers), for the API only: the origins of DURABLE_CORS_ALLOWED_ORIGINS
+# (comma-separated; by default the local ports Agent Chat UI and agent-inbox serve on) may
+# call it from a browser with the API's token header. No cookies cross: the API
+# authenticates by header only, so credentials stay off.
+CORS_ALLOWED_ORIGINS = [
+    origin.strip()
+    for origin in os.environ.get(
+        "DURABLE_CORS_ALLOWED_ORIGINS", "http://localhost:3000,http://127.0.0.1:3000"
+    ).split(",")
+    if origin.strip()
+]
+CORS_URLS_REGEX = r"^/api/.*$"
+CORS_ALLOW_HEADERS = (*cors_default_headers, "x-api-key")
+# The SDKs read a new run's ids from Content-Location, and a resumable stream's from Location.
+CORS_EXPOSE_HEADERS = ["content-location", "location"]
 
 ROOT_URLCONF = "dashboard.urls"
 WSGI_APPLICATION = "dashboard.wsgi.application"
