@@ -194,7 +194,7 @@ class WorkerProcess:
 
     def stop(self):
         self.paused = False
-        if self.proc and self.proc.poll() is None:
+        if self.running:
             self.terminate()
             try:
                 self.proc.wait(timeout=30)
@@ -251,23 +251,7 @@ class WebProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def pause(self):
-        """Stop it for tests that promise no worker, until ``resume``."""
-        if self.running:
-            self.stop()
-            self.paused = True
-
-    def resume(self):
-        """Start it again if ``pause`` stopped it (not if a test stopped it on purpose)."""
-        if self.paused:
-            self.start()
-
     def stop(self):
-        self.paused = False
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -315,22 +299,6 @@ class RedisServer:
         self.proc.wait()
         self._log.close()
 
-    @property
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def pause(self):
-        """Stop it for tests that promise no worker, until ``resume``."""
-        if self.running:
-            self.stop()
-            self.paused = True
-
-    def resume(self):
-        """Start it again if ``pause`` stopped it (not if a test stopped it on purpose)."""
-        if self.paused:
-            self.start()
-
     def stop(self):
-        self.paused = False
         if self.proc and self.proc.poll() is None:
             self.kill()
