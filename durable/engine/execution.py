@@ -93,7 +93,8 @@ class _Execution:
 
     def __init__(self, run: Run):
         self.run = run
-        self.graph = thread_graph(run.thread)  # with the tenant's store
+        self.registered = get_graph(run.graph)  # what the caches below key on
+        self.graph = thread_graph(run.thread)  # a copy of it, with the tenant's store
         self.control = RunControl()
         self.events = EventBuffer(run)
         self.lease = Lease(run, self.control, self.events)
@@ -218,7 +219,7 @@ class _Execution:
         self.interrupts.clear()  # the run stops at the last stream's
         self._task_rank.clear()
         self._interrupt_rank.clear()
-        if _has_timeouts(get_graph(self.run.graph)):
+        if _has_timeouts(self.registered):
             async_to_sync(self._astream)(payload, config, options)
             return
         for namespace, mode, chunk in self.graph.stream(payload, config, **options):
@@ -271,7 +272,7 @@ class _Execution:
         them in the order of their names)."""
         if PUSH in task.get("triggers", ()):
             return (0, len(self._task_rank))
-        return (1, _node_order(get_graph(self.run.graph)).get(task["name"], len(self._task_rank)))
+        return (1, _node_order(self.registered).get(task["name"], len(self._task_rank)))
 
     # -- outcomes ------------------------------------------------------------------
 
