@@ -291,6 +291,19 @@ class Run(models.Model):
     # foreign key, so the record outlives the account and names callers that are not users.
     requested_by = models.CharField(max_length=150, blank=True, default="")
     timeout_seconds = models.FloatField(null=True, blank=True)
+    # What the caller asked of the run beyond its input, in the Agent Server's terms: the
+    # stream modes its clients follow (recorded from the start, so a join or a reconnect
+    # replays them), the graph's config (``configurable`` keys, ``recursion_limit``,
+    # ``tags``) and runtime ``context``, LangGraph's breakpoints, when it may start, where
+    # its outcome is posted, and whether a stateless run's thread outlives it.
+    stream_modes = models.JSONField(default=list, blank=True)
+    config = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
+    context = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    interrupt_before = models.JSONField(null=True, blank=True)
+    interrupt_after = models.JSONField(null=True, blank=True)
+    not_before = models.DateTimeField(null=True, blank=True)
+    webhook = models.TextField(blank=True, default="")
+    on_completion = models.CharField(max_length=8, blank=True, default="")
     interrupts = models.JSONField(default=list, blank=True, encoder=DjangoJSONEncoder)
     error_type = models.CharField(max_length=200, blank=True, default="")
     error_message = models.TextField(blank=True, default="")
