@@ -18,6 +18,8 @@ Everything that differs between machines comes from the environment:
   process's PostgreSQL connection pool.
 - ``DURABLE_CORS_ALLOWED_ORIGINS``: comma-separated origins whose browser pages may call
   the API (``/api/``); default ``http://localhost:3000,http://127.0.0.1:3000``.
+- ``DURABLE_WEBHOOK_ALLOWED_HOSTS``: comma-separated host names a run's ``webhook`` may
+  post to; default none.
 - ``DURABLE_VAR_DIR``: where the SQLite files and the app's own files live; default ``var/``.
 - The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
   ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
@@ -264,6 +266,13 @@ DURABLE_ENCRYPTION_KEY = os.environ.get("DURABLE_ENCRYPTION_KEY", "")
 # More classes a stored payload may revive, as dotted paths ("package.module.Class").
 DURABLE_SERDE_ALLOWLIST = [
     name for name in os.environ.get("DURABLE_SERDE_ALLOWLIST", "").split(",") if name
+]
+
+# The hosts runs may post their outcome to (a run request's webhook): none unless named.
+DURABLE_WEBHOOK_ALLOWED_HOSTS = [
+    host.strip()
+    for host in os.environ.get("DURABLE_WEBHOOK_ALLOWED_HOSTS", "").split(",")
+    if host.strip()
 ]
 
 # Security headers. Scripts, styles and images come from this server only: no inline

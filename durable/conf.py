@@ -34,6 +34,9 @@ Settings (seconds unless said otherwise):
 - ``DURABLE_EVENTS_FALLBACK_SECONDS`` (2.0): how often a listening follower reads anyway.
 - ``DURABLE_EVENT_READERS`` (4): how many borrowed reads of one process hold a database
   connection at once (``durable.db.borrow``); read once, when the first read is made.
+- ``DURABLE_WEBHOOK_ALLOWED_HOSTS``: the host names a run's ``webhook`` may post to
+  (``durable.engine.webhooks``); any other host is refused when the run is asked for.
+  Default none: no webhook is allowed.
 - ``DURABLE_VAR_DIR`` (``var`` in the working directory; a ``pathlib.Path``): where the
   app writes files of its own (the first admin's password: ``manage.py bootstrap``).
 """
@@ -60,6 +63,7 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_EVENTS_POLL_SECONDS": 0.2,
     "DURABLE_EVENTS_FALLBACK_SECONDS": 2.0,
     "DURABLE_EVENT_READERS": 4,
+    "DURABLE_WEBHOOK_ALLOWED_HOSTS": (),
     "DURABLE_VAR_DIR": Path("var"),
 }
 

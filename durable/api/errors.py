@@ -122,6 +122,8 @@ _API_FIELDS = {
     "graph": "assistant_id",
     "resume": "command.resume",
     "answers": "command.resume",
+    "goto": "command.goto",
+    "update": "command.update",
     "filter": "metadata",
 }
 

@@ -21,6 +21,7 @@ from durable.api.schemas import (
     JoinStreamQuery,
     RunCreate,
     RunsQuery,
+    SendBody,
     ThreadId,
     chosen_checkpoint,
     stream_modes,
@@ -37,9 +38,25 @@ def _options(request: HttpRequest, body: RunCreate) -> dict:
     """What every run the body asks for takes, as ``durable.engine`` names it."""
     return {
         "metadata": body.metadata,
-        "durability": body.durability,
+        "durability": body.chosen_durability(),
         "multitask_strategy": body.multitask_strategy,
         "requested_by": caller(request),
+    }
+
+
+def _asked(body: RunCreate) -> dict:
+    """What a started or resumed run takes beyond ``_options``: the graph's config and
+    context, breakpoints, a delay and a webhook (``durable.engine.options``).
+    ``stream_resumable`` and ``feedback_keys`` ask nothing of the run: every run's
+    events are recorded (a stream can always be joined again), and feedback is not
+    served, so no key has a URL to sign."""
+    return {
+        "config": body.config.model_dump(exclude_none=True) if body.config else None,
+        "context": body.context,
+        "interrupt_before": body.interrupt_before,
+        "interrupt_after": body.interrupt_after,
+        "after_seconds": body.after_seconds,
+        "webhook": body.webhook,
     }
 
 
@@ -54,9 +71,12 @@ def _resume_args(pending: list[str], value: Any) -> dict:
 
 def _create_run(request, name: str, body: RunCreate) -> Run:
     """The run ``body`` asks for on the thread named ``name``: ``input`` starts the
-    graph (from ``checkpoint_id``: not served); ``command.resume`` answers the pending
-    interrupt(s), or, with ``checkpoint_id``, those pending at that past checkpoint
-    (``answer_again``); neither, with ``checkpoint_id``, replays from that checkpoint."""
+    graph (from ``checkpoint_id``: not served; no input goes on from the thread's next
+    tasks); ``command`` (``resume``, ``goto``, ``update``, beside an empty ``input``)
+    resumes the thread with LangGraph's ``Command``, or, ``resume`` with
+    ``checkpoint_id``, answers again those pending at that past checkpoint
+    (``answer_again``); no input, with ``checkpoint_id``, replays from that
+    checkpoint."""
     graph = access.graph(body.assistant_id)
     body.modes()
     thread = access.find_thread(request, name)
@@ -72,9 +92,9 @@ def _create_run(request, name: str, body: RunCreate) -> Run:
             "assistant_id",
         )
     checkpoint_id = chosen_checkpoint(body)
-    if body.command is not None and body.input is not None:
-        raise ApiError(422, "Send either input or command, not both.", "input")
     if body.command is not None:
+        if body.input not in (None, {}):  # Agent Chat UI sends {} beside its command
+            raise ApiError(422, "Send either input or command, not both.", "input")
         return _resume(request, thread, body, checkpoint_id)
     if checkpoint_id is not None:
         if body.input is not None:
@@ -82,22 +102,36 @@ def _create_run(request, name: str, body: RunCreate) -> Run:
                 422, "A run from a past checkpoint takes no input; fork with update_state.", "input"
             )
         return engine.replay(thread, checkpoint_id, **_options(request, body))
-    if body.input is None:
-        raise ApiError(422, "A run needs an input (or a command).", "input")
     return engine.start(
         graph,
         body.input,
         name=name,
         tenant=request.auth.tenant,
         **_options(request, body),
+        **_asked(body),
     )
 
 
 def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None) -> Run:
-    value = body.command.resume
+    command = body.command
+    goto = _plain(command.goto)
     if checkpoint_id is None:
         pending = [i.id for i in engine.pending_interrupts(thread)]
-        return engine.resume(thread, **_resume_args(pending, value), **_options(request, body))
+        resume = {} if command.resume is None else _resume_args(pending, command.resume)
+        return engine.resume(
+            thread,
+            **resume,
+            goto=goto,
+            update=command.update,
+            **_options(request, body),
+            **_asked(body),
+        )
+    if goto is not None or command.update is not None:
+        raise ApiError(
+            422,
+            "A command from a past checkpoint takes only resume; fork with update_state.",
+            "command.goto" if goto is not None else "command.update",
+        )
     if body.multitask_strategy != "reject":
         raise ApiError(
             422,
@@ -107,7 +141,16 @@ def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None)
         )
     pending = [i.id for i in engine.state_at(thread, checkpoint_id).interrupts]
     options = {k: v for k, v in _options(request, body).items() if k != "multitask_strategy"}
-    return engine.answer_again(thread, checkpoint_id, **_resume_args(pending, value), **options)
+    return engine.answer_again(
+        thread, checkpoint_id, **_resume_args(pending, command.resume), **options
+    )
+
+
+def _plain(goto: Any) -> Any:
+    """``command.goto`` as JSON: its sends as ``{"node", "input"}``."""
+    if isinstance(goto, list):
+        return [_plain(item) for item in goto]
+    return goto.model_dump() if isinstance(goto, SendBody) else goto
 
 
 def _run_path(run: Run) -> str:
@@ -191,12 +234,48 @@ async def _sdk_events(run_id: int, modes: list[str], subgraphs: bool, after: int
                 yield sse.event("values", output)
 
 
+def _cancel_on_disconnect(request, response: HttpResponse, run: Run) -> HttpResponse:
+    """``response`` (a run's stream), made to cancel ``run`` if its client goes away
+    before the stream's end, as the Agent Server's ``on_disconnect: cancel`` and
+    ``cancel_on_disconnect`` do. Django's ASGI handler cancels the response's task when
+    the client disconnects (``django/core/handlers/asgi.py``), which stops the events
+    where they wait."""
+    response.streaming_content = _cancelling(response.streaming_content, run.pk, caller(request))
+    return response
+
+
+async def _cancelling(events, run_id: int, who: str):
+    ended = False
+    try:
+        async for item in events:
+            yield item
+        ended = True
+    finally:
+        if not ended:
+            await borrow(_cancel_if_active, run_id, who)
+
+
+def _cancel_if_active(run_id: int, who: str) -> None:
+    run = Run.objects.select_related("thread").filter(pk=run_id).first()
+    if run is None or not run.is_active:
+        return
+    try:
+        engine.cancel(run, requested_by=who, reason="the client of its stream went away")
+    except engine.InvalidRequest:
+        pass  # it ended meanwhile
+
+
 @runs.post("/{thread_id}/runs/stream", summary="Create a run and stream its events (SSE)")
 async def stream_run(request, thread_id: ThreadId, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, answered with the run's events as
-    server-sent events while it runs (see ``GET .../runs/{run_id}/stream``)."""
+    server-sent events while it runs (see ``GET .../runs/{run_id}/stream``). With
+    ``on_disconnect: cancel``, a client that goes away before the stream's end cancels
+    the run (default ``continue``: it runs on, and its stream can be joined again)."""
     run = await borrow(_create_run, request, thread_id, body)
-    return _stream_response(request, run, body.modes(), body.stream_subgraphs, 0)
+    response = _stream_response(request, run, body.modes(), body.stream_subgraphs, 0)
+    if body.on_disconnect == "cancel":
+        return _cancel_on_disconnect(request, response, run)
+    return response
 
 
 @runs.get("/{thread_id}/runs", summary="List a thread's runs, newest first")
@@ -224,16 +303,18 @@ async def join_run(request, thread_id: ThreadId, run_id: str):
 async def join_stream(request, thread_id: ThreadId, run_id: str, query: Query[JoinStreamQuery]):
     """The run's events as server-sent events, from the start or, on reconnect, after
     the ``Last-Event-ID`` header's event; the stream ends when the run has. Modes:
-    ``stream_mode`` (repeatable; default all of values, updates, custom, tasks)."""
-    if query.cancel_on_disconnect:
-        raise ApiError(422, "cancel_on_disconnect is not supported.", "cancel_on_disconnect")
+    ``stream_mode`` (repeatable; default all of values, updates, custom, tasks). With
+    ``cancel_on_disconnect``, a client that goes away first cancels the run."""
     try:
         after = sse.last_event_id(request)
     except ValueError as exc:
         raise ApiError(422, str(exc), "Last-Event-ID") from None
     modes = stream_modes(query.stream_mode)
     run = await borrow(access.run, request, thread_id, run_id)
-    return _stream_response(request, run, modes, query.stream_subgraphs, after)
+    response = _stream_response(request, run, modes, query.stream_subgraphs, after)
+    if query.cancel_on_disconnect:
+        return _cancel_on_disconnect(request, response, run)
+    return response
 
 
 @runs.post("/{thread_id}/runs/{run_id}/cancel", summary="Cancel a run")

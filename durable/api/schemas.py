@@ -192,8 +192,36 @@ class HistoryQuery(Strict):
 # -- runs ----------------------------------------------------------------------------
 
 
+class SendBody(Strict):
+    """LangGraph's ``Send``: run ``node`` with ``input`` (the OpenAPI's ``Send``)."""
+
+    node: str
+    input: Any = None
+
+
 class CommandBody(Strict):
+    """LangGraph's ``Command`` (the OpenAPI's ``Command``): ``resume`` answers the
+    interrupt(s), ``update`` is applied to the state, ``goto`` names the node(s) to run
+    next, or ``Send``s."""
+
+    update: dict[str, Any] | list[Any] | None = None
     resume: Any = None
+    goto: SendBody | list[SendBody] | str | list[str] | None = None
+
+
+class RunConfig(Strict):
+    """The graph's config, as the OpenAPI's ``RunCreateStateful.config``."""
+
+    tags: list[str] | None = None
+    recursion_limit: int | None = Field(None, ge=1, le=100_000)
+    configurable: dict[str, Any] | None = None
+
+
+# The longest delay ``after_seconds`` may ask: beyond it a start time is a mistake.
+MAX_AFTER_SECONDS = 366 * 24 * 3600
+
+# "*" (every node) or node names; checked against the graph by ``durable.engine``.
+Breakpoints = str | list[str] | None
 
 
 class RunCreate(Strict):
@@ -201,17 +229,34 @@ class RunCreate(Strict):
     input: Any = None
     command: CommandBody | None = None
     metadata: dict[str, Any] | None = None
+    config: RunConfig | None = None
+    context: dict[str, Any] | None = None
+    webhook: str | None = Field(None, min_length=1, max_length=65536)
+    interrupt_before: Breakpoints = None
+    interrupt_after: Breakpoints = None
     stream_mode: str | list[str] = "values"
     stream_subgraphs: bool = False
     stream_resumable: bool = False
+    feedback_keys: list[str] | None = None
     multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = "reject"
-    durability: Literal["sync", "async", "exit"] = "async"
+    durability: Literal["sync", "async", "exit"] | None = None
+    checkpoint_during: bool | None = None
     if_not_exists: Literal["create", "reject"] = "reject"
+    after_seconds: float | None = Field(None, ge=0, le=MAX_AFTER_SECONDS)
+    on_disconnect: Literal["cancel", "continue"] = "continue"
     checkpoint_id: str | None = None
     checkpoint: CheckpointRef | None = None
 
     def modes(self) -> list[str]:
         return stream_modes(self.stream_mode)
+
+    def chosen_durability(self) -> str:
+        """``durability``; unset, the deprecated ``checkpoint_during`` says it as the Agent
+        Server reads it (``langgraph_api/models/run.py``): ``false`` is ``exit``, anything
+        else ``async``."""
+        if self.durability is not None:
+            return self.durability
+        return "exit" if self.checkpoint_during is False else "async"
 
 
 def stream_modes(stream_mode: str | list[str] | None) -> list[str]:

@@ -25,11 +25,11 @@ from django.utils import timezone
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
-from langgraph.types import Command, Interrupt
+from langgraph.types import Command, Interrupt, Send
 
 from durable import conf
 from durable import db as sql
-from durable.engine import policy, queue, records
+from durable.engine import policy, queue, records, webhooks
 from durable.engine.buffer import EventBuffer
 from durable.engine.lease import LOST, Lease
 from durable.engine.state import config_for
@@ -100,6 +100,7 @@ class _Execution:
         self.lease = Lease(run, self.control, self.events)
         self.error_node = ""
         self.interrupts: list[Interrupt] = []
+        self.at_breakpoint = False  # the last stream stopped at interrupt_before/after
         self._task_rank: dict[str, tuple] = {}  # root task id -> its place in its step
         self._interrupt_rank: dict[str, tuple] = {}  # interrupt id -> its task's place
 
@@ -129,7 +130,10 @@ class _Execution:
                 else:
                     logger.exception("run %s failed", run.pk)
                     outcome = functools.partial(self._failed, exc)
-        return outcome()
+        status = outcome()
+        if run.webhook and status in Run.FINAL:  # once the outcome is committed
+            webhooks.post(run.pk)
+        return status
 
     def _abandoned(self, exc: Exception) -> str:
         """The attempt stopped on a fault of the database: back to pending, enqueued now,
@@ -181,9 +185,9 @@ class _Execution:
 
     def _resume(self) -> None:
         run = self.run
-        answer = run.command["resume"]
+        answer = run.command.get("resume")
         if not run.forked_from:
-            self._stream(Command(resume=answer), None)
+            self._stream(_command(run.command), None)
             return
         # answer_again: the run starts on a copy of the interrupted checkpoint.
         old = self.graph.get_state(config_for(run.thread, run.forked_from))
@@ -198,7 +202,13 @@ class _Execution:
             self._stream(Command(resume=translated), run.checkpoint_id)
 
     def _config(self, checkpoint_id: str | None) -> dict:
-        config = config_for(self.run.thread, checkpoint_id)
+        """The thread's config, over the caller's (``Run.config``: its ``configurable``
+        keys, ``recursion_limit``, ``tags``); the keys that name the thread and the
+        checkpoint are ours."""
+        asked = self.run.config or {}
+        config = {k: v for k, v in asked.items() if k in ("recursion_limit", "tags")}
+        own = config_for(self.run.thread, checkpoint_id)
+        config["configurable"] = {**asked.get("configurable", {}), **own["configurable"]}
         config["metadata"] = {**self.run.metadata, "run_id": str(self.run.pk)}
         return config
 
@@ -215,8 +225,14 @@ class _Execution:
             "subgraphs": True,
             "durability": self.run.durability,
             "control": self.control,
+            # LangGraph's breakpoints and runtime context, as the caller asked.
+            "interrupt_before": self.run.interrupt_before,
+            "interrupt_after": self.run.interrupt_after,
         }
+        if self.run.context is not None:
+            options["context"] = self.run.context
         self.interrupts.clear()  # the run stops at the last stream's
+        self.at_breakpoint = False
         self._task_rank.clear()
         self._interrupt_rank.clear()
         if _has_timeouts(self.registered):
@@ -254,8 +270,11 @@ class _Execution:
         ``__interrupt__``, which is how LangGraph's own ``invoke`` collects them, a
         subgraph's included), the task that raised each, and a failed node."""
         if mode == "updates":
-            if isinstance(chunk, dict) and (found := chunk.get(INTERRUPT)):
+            if isinstance(chunk, dict) and INTERRUPT in chunk:
+                # A breakpoint stops the graph with no interrupt: an empty one.
+                found = chunk[INTERRUPT]
                 self.interrupts.extend(found)
+                self.at_breakpoint = not found
         elif mode == "tasks":
             if "input" in chunk:  # a task starts
                 self._task_rank[chunk["id"]] = self._rank(chunk)
@@ -285,7 +304,8 @@ class _Execution:
             if item.id not in seen:
                 seen.add(item.id)
                 interrupts.append({"id": item.id, "value": jsonable(item.value)})
-        status = Run.Status.INTERRUPTED if interrupts else Run.Status.SUCCESS
+        stopped = interrupts or self.at_breakpoint
+        status = Run.Status.INTERRUPTED if stopped else Run.Status.SUCCESS
         return self._finish(status, interrupts=interrupts)
 
     def _drained(self, reason: str) -> str:
@@ -339,6 +359,23 @@ class _Execution:
         if outcome == records.QUEUED:
             sql.retrying(queue.dispatch_next, self.run.thread_pk)
         return status
+
+
+def _command(command: dict) -> Command:
+    """A resume run's ``command`` (``durable.engine.options.command_for``) as LangGraph's
+    ``Command``: ``goto`` sends (``{"node", "input"}``) as ``Send``s."""
+    goto = command.get("goto")
+    if goto is not None:
+        items = [_send(g) for g in (goto if isinstance(goto, list) else [goto])]
+        goto = items if isinstance(goto, list) else items[0]
+    update = command.get("update")
+    if isinstance(update, list):
+        update = [tuple(pair) for pair in update]
+    return Command(resume=command.get("resume"), goto=goto or (), update=update)
+
+
+def _send(item: Any) -> Any:
+    return Send(item["node"], item.get("input")) if isinstance(item, dict) else item
 
 
 def _ended_event(status: str, fields: dict) -> dict:

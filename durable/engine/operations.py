@@ -42,8 +42,9 @@ from durable.engine.checks import (
     resume_command,
     run_options,
 )
+from durable.engine.options import command_for, graph_options
 from durable.engine.records import lock_thread, set_thread_status
-from durable.engine.state import graph_of, pending_interrupts
+from durable.engine.state import config_for, graph_of, thread_state
 from durable.engine.update import NOTHING_NEXT, apply
 from durable.graphs import get_graph
 from durable.models import Checkpoint, Run, Tenant, Thread
@@ -127,18 +128,25 @@ def start(
     multitask_strategy: str = "reject",
     requested_by: Any = None,
     tenant: Tenant | None = None,
+    **asked: Any,
 ) -> Run:
     """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
     channels) on a new thread of ``tenant`` (default: ``Tenant.default()``), or on its
-    thread named ``name`` (created if it does not exist).
+    thread named ``name`` (created if it does not exist). Input ``None`` goes on from the
+    named thread's latest checkpoint (LangGraph's ``stream(None, config)``): it must have
+    next tasks (``input``).
 
     ``metadata`` (a JSON object) is kept on the Run and added to the metadata of every
     checkpoint the run writes. ``durability`` is LangGraph's ``sync | async | exit``.
     ``requested_by`` is a user (its username is kept) or a string naming the caller.
+    ``asked``: ``config``, ``context``, ``interrupt_before``, ``interrupt_after``,
+    ``after_seconds``, ``webhook`` (``durable.engine.options.graph_options``).
     Returns the pending Run (kind ``start``)."""
     compiled = compiled_graph(graph)
-    check_input(compiled, input)
+    if input is not None or name is None:
+        check_input(compiled, input)
     options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options |= graph_options(compiled, **asked)
     if name is not None:
         name = checked_name(name)
     tenant = tenant or Tenant.default()
@@ -157,6 +165,10 @@ def start(
             raise InvalidRequest(
                 "graph", f"Thread {thread.name!r} runs graph {thread.graph!r}, not {graph!r}."
             )
+        if input is None and (created or not compiled.get_state(config_for(thread)).next):
+            raise InvalidRequest(
+                "input", f"Thread {thread.name!r} has no next task to go on with: give an input."
+            )
         return _audited(
             audit.Action.START, _submit(thread, kind=Run.Kind.START, input=input, **options)
         )
@@ -171,25 +183,35 @@ def resume(
     durability: str = "async",
     multitask_strategy: str = "reject",
     requested_by: Any = None,
+    goto: Any = None,
+    update: Any = None,
+    **asked: Any,
 ) -> Run:
-    """Answer the thread's pending interrupt(s) with a ``resume`` run.
+    """Answer the thread's pending interrupt(s) with a ``resume`` run, which streams
+    LangGraph's ``Command`` (``durable.engine.options.command_for``).
 
     Pass ``value`` when one interrupt is pending: the graph is resumed with
     ``Command(resume=value)``. Pass ``answers`` ``{interrupt_id: value}`` to answer
-    several at once: ``Command(resume=answers)`` (LangGraph's resume map). Raises
-    ``InvalidRequest`` when nothing is pending (``resume``), when an id is not pending
-    (``answers``), or when several are pending and ``answers`` is not used (``resume``).
-    Other arguments as for ``start``."""
-    pending = pending_interrupts(thread)
-    if not pending:
-        raise InvalidRequest(
-            "resume", f"Thread {thread.name!r} has no pending interrupt to resume."
-        )
-    command = resume_command(pending, value, answers)
+    several at once: ``Command(resume=answers)`` (LangGraph's resume map). On a thread
+    with next tasks but no recorded interrupt (stopped at a breakpoint), ``value`` goes
+    to the next ``interrupt()`` that runs. ``goto`` (node names or ``{"node", "input"}``
+    sends) and ``update`` (state keys) are the ``Command``'s own. Raises
+    ``InvalidRequest`` when nothing would run (``resume``), when an id is not pending
+    (``answers``), when several are pending and ``answers`` is not used (``resume``),
+    or for an unknown node or state key (``goto``, ``update``). Other arguments as for
+    ``start``."""
+    # A bare thread (no graph yet) has nothing to resume: command_for says so.
+    compiled = graph_of(thread) if thread.graph or goto or update else None
+    state = thread_state(thread)
+    command = command_for(compiled, state, thread.name, value, answers, goto, update)
     options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options |= graph_options(compiled, **asked)
     with transaction.atomic():
         created = _submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
-        decided = audit.answered(pending, command["resume"], by_id=answers is not None)
+        pending = list(state.interrupts)
+        decided = None
+        if pending and "resume" in command:
+            decided = audit.answered(pending, command["resume"], by_id=answers is not None)
         return _audited(audit.Action.RESUME, created, decided)
 
 
@@ -466,6 +488,9 @@ def _audited(action: str, run: Run, answers: list | None = None, **checkpoints: 
     (``audit.answered``) are a resume's decisions: kept in the event's detail, and a
     rejection's reason is the event's reason when the request gave none of its own."""
     detail = {"multitask_strategy": run.multitask_strategy}
+    for key in ("goto", "update"):  # a command's own, beside its answers
+        if run.command and run.command.get(key) is not None:
+            detail[key] = run.command[key]
     if answers is not None:
         detail["answers"] = answers
     audit.record(

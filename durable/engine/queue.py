@@ -41,7 +41,8 @@ def dispatch(run: Run) -> None:
     run first (with ``dispatched_at``) so that a cancel can revoke it; inside a
     transaction, once it commits. A send that fails leaves the run ``unsent``."""
     task_id = _mark(run)
-    transaction.on_commit(lambda: _send(run.pk, task_id))
+    eta = run.not_before
+    transaction.on_commit(lambda: _send(run.pk, task_id, eta))
 
 
 def dispatch_next(thread_pk: int) -> Run | None:
@@ -62,12 +63,15 @@ def unsent(now: datetime) -> QuerySet[Run]:
     broker restarted without its queue, a pool process killed between taking the message
     and claiming the run (Redis gives an unacknowledged message back only after its
     visibility timeout, an hour). A message that merely waits behind a backlog gets a
-    duplicate once a lease, which a worker drops after one claim attempt."""
+    duplicate once a lease, which a worker drops after one claim attempt. A delayed
+    run's message waits for its ``not_before`` (``dispatch``): it counts as lost a lease
+    after that."""
     lost = now - timedelta(seconds=conf.DURABLE_RUN_LEASE_SECONDS)
     waits = Exists(records.earlier_runs(OuterRef("thread"), OuterRef("pk")))
+    due = Q(not_before=None) | Q(not_before__lt=lost)
     return (
         Run.objects.filter(status=Run.Status.PENDING)
-        .filter(Q(dispatched_at=None) | Q(dispatched_at__lt=lost))
+        .filter(Q(dispatched_at=None) | (Q(dispatched_at__lt=lost) & due))
         .exclude(waits)
     )
 
@@ -87,7 +91,7 @@ def send_unsent(limit: int = 100) -> int:
             if not unsent(timezone.now()).filter(pk=run.pk).exists():
                 continue  # sent or claimed meanwhile
             task_id = _mark(run)
-        if not _send(run.pk, task_id):
+        if not _send(run.pk, task_id, run.not_before):
             break
         sent += 1
     return sent
@@ -99,11 +103,16 @@ def _mark(run: Run) -> str:
     return task_id
 
 
-def _send(run_pk: int, task_id: str) -> bool:
-    """Send the run's message; on failure mark the run unsent again (unless a newer
-    dispatch replaced this one) and return False. Never raises."""
+def _send(run_pk: int, task_id: str, not_before: datetime | None = None) -> bool:
+    """Send the run's message, for a delayed run with ``not_before`` as its ETA (a worker
+    holds it until then; the claim refuses it earlier: ``records.claim``); on failure
+    mark the run unsent again (unless a newer dispatch replaced this one) and return
+    False. Never raises."""
+    eta = not_before if not_before is not None and not_before > timezone.now() else None
     try:
-        current_app.send_task(RUN_TASK, (run_pk,), task_id=task_id, retry_policy=_ONE_ATTEMPT)
+        current_app.send_task(
+            RUN_TASK, (run_pk,), task_id=task_id, eta=eta, retry_policy=_ONE_ATTEMPT
+        )
         return True
     except Exception as exc:  # whatever the broker does, the run stays committed
         logger.warning("could not send run %s (%s); the reaper sends it later", run_pk, exc)

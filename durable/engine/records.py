@@ -69,6 +69,12 @@ def earlier_runs(thread_pk, run_pk):
     return Run.objects.filter(earlier, thread=thread_pk)
 
 
+def not_due(run: Run, now: dt.datetime) -> bool:
+    """Whether delayed run ``run`` may not start yet at ``now`` (``not_before``). (The
+    PostgreSQL claim asks the same in SQL.)"""
+    return run.not_before is not None and run.not_before > now
+
+
 def held(run: Run):
     """The run's row, if ``run.attempt`` still holds it: the fence of a worker's writes."""
     return Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Run.Status.RUNNING)
@@ -241,7 +247,9 @@ def claim(run_id: int, worker: str, lease_seconds: float) -> tuple[Run | None, b
     that ``must_wait`` sees what a transaction that held the lock (a run that ended, a
     request that enqueued or cancelled one) did. A run that must wait for an earlier one
     is left pending, its ``dispatched_at`` cleared: its message is used up, and the run
-    that blocks it dispatches it again when it ends.
+    that blocks it dispatches it again when it ends. So is a delayed run whose
+    ``not_before`` has not come (a message early or sent twice): the reaper sends it
+    again (``durable.engine.queue.unsent``).
 
     Returns ``(run, claimed)``, ``run`` with its ``thread``; ``(None, False)`` when the
     run no longer exists."""
@@ -278,11 +286,13 @@ _CLAIM = (
     f" (SELECT thread_id FROM {_THREAD} WHERE id = {_RUN}.thread_id)"
     " AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1), '') ELSE '' END"
     f" WHERE id = %(run)s AND status = {_PENDING} AND NOT {_MUST_WAIT}"
+    " AND (not_before IS NULL OR not_before <= %(now)s)"
     f" RETURNING {', '.join(_q(f.column) for f in _RUN_FIELDS)}"
 )
 _LEAVE_WAITING = (
     f"UPDATE {_RUN} SET dispatched_at = NULL"
-    f" WHERE id = %(run)s AND status = {_PENDING} AND {_MUST_WAIT}"
+    f" WHERE id = %(run)s AND status = {_PENDING}"
+    f" AND ({_MUST_WAIT} OR not_before > %(now)s)"
 )
 
 
@@ -317,7 +327,7 @@ def _claim_orm(run_id: int, worker: str, now, lease) -> Run | None:
         return None
     with transaction.atomic(using=USING):
         thread = lock_thread(run.thread_pk)
-        if must_wait(run):
+        if must_wait(run) or not_due(run, now):
             Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(dispatched_at=None)
             return None
         head = ""

@@ -34,6 +34,7 @@ GRAPHS = {
     "probe": "tests.helpers.graphs.build_probe",
     "nested": "tests.helpers.graphs.build_nested",
     "counted": "tests.helpers.graphs.build_counted",
+    "options": "tests.helpers.option_graphs.build_options",
 }
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.

@@ -94,7 +94,7 @@ ENGINE_TIMINGS = {
 def worker_env(broker: str | None = None) -> dict:
     """The environment of a process the tests start: the test database and broker (or
     ``broker``), the tests' graphs (``DURABLE_EXTRA_GRAPHS``), the short
-    ``ENGINE_TIMINGS``."""
+    ``ENGINE_TIMINGS``, webhooks allowed to this machine."""
     env = dict(os.environ)
     env.update(
         DATABASE_URL=_database_url(),
@@ -104,6 +104,8 @@ def worker_env(broker: str | None = None) -> dict:
         # libpq names every PostgreSQL connection of the worker, so tests can count them.
         PGAPPNAME=WORKER_APPLICATION_NAME,
         DURABLE_EXTRA_GRAPHS=",".join(f"{name}={path}" for name, path in GRAPHS.items()),
+        # The webhook tests' receiver listens on this machine.
+        DURABLE_WEBHOOK_ALLOWED_HOSTS="127.0.0.1",
         **ENGINE_TIMINGS,
     )
     return env
