@@ -21,7 +21,6 @@ from durable.api.schemas import (
     JoinStreamQuery,
     RunCreate,
     RunsQuery,
-    SendBody,
     ThreadId,
     chosen_checkpoint,
     stream_modes,
@@ -114,7 +113,7 @@ def _create_run(request, name: str, body: RunCreate) -> Run:
 
 def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None) -> Run:
     command = body.command
-    goto = _plain(command.goto)
+    goto = command.goto
     if checkpoint_id is None:
         pending = [i.id for i in engine.pending_interrupts(thread)]
         resume = {} if command.resume is None else _resume_args(pending, command.resume)
@@ -144,13 +143,6 @@ def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None)
     return engine.answer_again(
         thread, checkpoint_id, **_resume_args(pending, command.resume), **options
     )
-
-
-def _plain(goto: Any) -> Any:
-    """``command.goto`` as JSON: its sends as ``{"node", "input"}``."""
-    if isinstance(goto, list):
-        return [_plain(item) for item in goto]
-    return goto.model_dump() if isinstance(goto, SendBody) else goto
 
 
 def _run_path(run: Run) -> str:

@@ -192,13 +192,6 @@ class HistoryQuery(Strict):
 # -- runs ----------------------------------------------------------------------------
 
 
-class SendBody(Strict):
-    """LangGraph's ``Send``: run ``node`` with ``input`` (the OpenAPI's ``Send``)."""
-
-    node: str
-    input: Any = None
-
-
 class CommandBody(Strict):
     """LangGraph's ``Command`` (the OpenAPI's ``Command``): ``resume`` answers the
     interrupt(s), ``update`` is applied to the state, ``goto`` names the node(s) to run
@@ -206,7 +199,9 @@ class CommandBody(Strict):
 
     update: dict[str, Any] | list[Any] | None = None
     resume: Any = None
-    goto: SendBody | list[SendBody] | str | list[str] | None = None
+    # A node name, a ``Send`` (``{"node", "input"}``) or a list of them, mixed as
+    # LangGraph takes them: checked by ``durable.engine`` (``command.goto``).
+    goto: Any = None
 
 
 class RunConfig(Strict):
