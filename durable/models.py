@@ -201,7 +201,8 @@ class Run(models.Model):
     ``durable.engine.execution`` move it along).
 
     What it runs, by ``kind``: ``start`` streams ``input``; ``resume`` streams
-    ``Command(resume=command["resume"])``; ``fork`` and ``replay`` stream ``None``
+    LangGraph's ``Command`` from ``command`` (``resume``, ``goto``, ``update``); ``fork``
+    and ``replay`` stream ``None``
     from ``checkpoint_id``. ``checkpoint_id`` is the checkpoint the run started from
     (for start and resume, the thread's latest when a worker first took it);
     ``forked_from`` is the checkpoint a fork (or an answer given again) branched off.

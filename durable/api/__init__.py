@@ -21,9 +21,23 @@ surrogate (``\\ud800``...) anywhere in a body, a query parameter or a path, keys
 is a 422 naming where it is. A ``thread_id`` is 1 to 255 characters, in a body or a path
 (422 otherwise).
 
-Not served: stateless runs (``POST /runs`` and the like: 404), ``config``, ``context``,
-``interrupt_before``/``interrupt_after``, webhooks, thread TTLs, ``values`` filters on
-threads, ``cancel`` with ``action=rollback``, stream modes other than
+A run request takes the Agent Server's fields: ``config`` (its ``configurable`` keys,
+``recursion_limit`` and ``tags`` reach the graph; the keys naming the thread, the
+checkpoint and the run are the server's), ``context`` (LangGraph's runtime context),
+``interrupt_before``/``interrupt_after`` (LangGraph's breakpoints: the run ends
+``interrupted`` with the node next; a run with no input, or a ``command``, goes on),
+``after_seconds`` (the run starts no earlier), ``webhook`` (the run's outcome is POSTed
+there when it ends, to the hosts the server's operator allows; 422 otherwise),
+``on_disconnect`` (``cancel``: a stream whose client goes away cancels the run; also
+``cancel_on_disconnect`` when joining a stream), ``if_not_exists``, and
+``stream_resumable``, ``checkpoint_during`` (deprecated: ``false`` is durability
+``exit``) and ``feedback_keys`` (accepted). ``command`` takes ``resume``, ``goto`` (node
+names or ``{"node", "input"}`` sends) and ``update``, beside an empty ``input``; a
+``resume`` on a thread with next tasks but no interrupt goes to the next ``interrupt()``
+that runs, and is refused only when nothing would run.
+
+Not served: stateless runs (``POST /runs`` and the like: 404), thread TTLs, ``values``
+filters on threads, ``cancel`` with ``action=rollback``, stream modes other than
 values/updates/custom/tasks (refused with 422 naming the field when sent); there are no
 cron routes.
 

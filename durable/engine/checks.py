@@ -40,7 +40,10 @@ class InvalidRequest(ValueError):
     """A request that was refused before anything changed. ``field`` names the input at
     fault: ``graph``, ``thread``, ``name``, ``input``, ``resume``, ``answers``, ``checkpoint_id``,
     ``values``, ``as_node``, ``metadata``, ``durability``, ``multitask_strategy``,
-    ``requested_by``, ``run`` or ``checkpoint_ns``, or a path below one of them
+    ``requested_by``, ``run`` or ``checkpoint_ns``; for a run's options and commands
+    (``durable.engine.options``) ``config``, ``context``, ``interrupt_before``,
+    ``interrupt_after``, ``after_seconds``, ``webhook``, ``goto`` or ``update``; or a path
+    below one of them
     (``input.employee``) for text the database cannot hold; ``message`` says what is
     wrong in words."""
 
