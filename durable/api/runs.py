@@ -5,6 +5,7 @@ a worker executes it, and its events reach clients as the Agent Server's SSE str
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import urlencode
 
@@ -189,9 +190,15 @@ async def _wait_output(run_id: int) -> dict:
 @runs.post("/{thread_id}/runs/wait", summary="Create a run and wait for its output")
 async def wait_run(request, thread_id: ThreadId, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, then waits for the run to end and returns
-    the thread's values (with ``__interrupt__``), or ``{"__error__": ...}``."""
+    the thread's values (with ``__interrupt__``), or ``{"__error__": ...}``. With
+    ``on_disconnect: cancel``, a client that goes away first cancels the run."""
     run = await borrow(_create_run, request, thread_id, body)
-    output = await _wait_output(run.pk)
+    try:
+        output = await _wait_output(run.pk)
+    except asyncio.CancelledError:  # the client went away (django/core/handlers/asgi.py)
+        if body.on_disconnect == "cancel":
+            await borrow(_cancel_if_active, run.pk, caller(request))
+        raise
     return _located(json_response(request, output), run)
 
 

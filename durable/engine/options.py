@@ -201,17 +201,17 @@ def command_for(
         pending = list(state.interrupts)
         if pending:
             command.update(resume_command(pending, value, answers))
-        elif answers is not None:
-            raise InvalidRequest("answers", "No interrupt is pending to answer by id.")
-        elif state.next or goto is not None:
-            check_storable(value, "resume")
-            command["resume"] = value
-        else:
+        elif not state.next and goto is None:
             raise InvalidRequest(
                 "resume",
                 f"Thread {thread_name!r} has no pending interrupt to resume, and no next "
                 "task a resume would run.",
             )
+        elif answers is not None:
+            raise InvalidRequest("answers", "No interrupt is pending to answer by id.")
+        else:
+            check_storable(value, "resume")
+            command["resume"] = value
     if goto is not None:
         command["goto"] = goto
     if update is not None:

@@ -167,7 +167,7 @@ def probe_input(directory) -> dict:
     return {"dir": str(directory), "log": []}
 
 
-def test_a_stream_whose_client_goes_away_cancels_the_run_when_asked(client, worker, tmp_path):
+def test_a_client_that_goes_away_cancels_the_run_when_asked(client, worker, web, api_key, tmp_path):
     thread_id = client.threads.create()["thread_id"]
     live = client.runs.stream(
         thread_id, "probe", input=probe_input(tmp_path), on_disconnect="cancel"
@@ -191,3 +191,21 @@ def test_a_stream_whose_client_goes_away_cancels_the_run_when_asked(client, work
     draining(Run.objects.get(pk=second["run_id"]), "cancel")
     release(tmp_path / "2")
     wait_for(lambda: Run.objects.get(pk=second["run_id"]).status == "cancelled")
+
+    # Waited for, the same: the client gives up before the run ends.
+    (tmp_path / "3").mkdir()
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(
+            f"{web.url}/api/threads/{thread_id}/runs/wait",
+            json={
+                "assistant_id": "probe",
+                "input": probe_input(tmp_path / "3"),
+                "on_disconnect": "cancel",
+            },
+            headers={"x-api-key": api_key},
+            timeout=httpx.Timeout(10, read=1),
+        )
+    third = _run(thread_id)
+    draining(third, "cancel")
+    release(tmp_path / "3")
+    wait_for(lambda: Run.objects.get(pk=third.pk).status == "cancelled")
