@@ -158,11 +158,12 @@ def _located(response: HttpResponse, run: Run) -> HttpResponse:
 
 @runs.post("/{thread_id}/runs", summary="Create a background run")
 def create_run(request, thread_id: ThreadId, body: RunCreate):
-    """Starts a run with ``input``, resumes the thread's interrupt(s) with
-    ``command.resume`` (one value, or ``{interrupt_id: value}``), or replays from
-    ``checkpoint_id``; ``multitask_strategy`` decides what happens to an active run,
-    ``durability`` when checkpoints are saved. Returns the pending run; a worker
-    executes it."""
+    """Starts a run with ``input`` (none: goes on from the thread's next tasks), resumes
+    the thread with ``command`` (``resume``: one value, or ``{interrupt_id: value}``;
+    ``goto``; ``update``), or replays from ``checkpoint_id``; ``multitask_strategy``
+    decides what happens to an active run, ``durability`` when checkpoints are saved;
+    ``config``, ``context``, breakpoints, ``after_seconds`` and ``webhook`` as the API's
+    description says. Returns the pending run; a worker executes it."""
     run = _create_run(request, thread_id, body)
     return _located(json_response(request, shapes.run_json(run)), run)
 
