@@ -205,15 +205,13 @@ class CommandBody(Strict):
 
 
 class RunConfig(Strict):
-    """The graph's config, as the OpenAPI's ``RunCreateStateful.config``."""
+    """The graph's config, as the OpenAPI's ``RunCreateStateful.config`` (values checked
+    by ``durable.engine.options``, as are the other run options)."""
 
     tags: list[str] | None = None
-    recursion_limit: int | None = Field(None, ge=1, le=100_000)
+    recursion_limit: int | None = None
     configurable: dict[str, Any] | None = None
 
-
-# The longest delay ``after_seconds`` may ask: beyond it a start time is a mistake.
-MAX_AFTER_SECONDS = 366 * 24 * 3600
 
 # "*" (every node) or node names; checked against the graph by ``durable.engine``.
 Breakpoints = str | list[str] | None
@@ -237,7 +235,7 @@ class RunCreate(Strict):
     durability: Literal["sync", "async", "exit"] | None = None
     checkpoint_during: bool | None = None
     if_not_exists: Literal["create", "reject"] = "reject"
-    after_seconds: float | None = Field(None, ge=0, le=MAX_AFTER_SECONDS)
+    after_seconds: float | None = None
     on_disconnect: Literal["cancel", "continue"] = "continue"
     checkpoint_id: str | None = None
     checkpoint: CheckpointRef | None = None

@@ -29,6 +29,8 @@ from durable.engine.checks import InvalidRequest, check_storable, resume_command
 # LangGraph's and the Agent Server's own dunder keys (``__pregel_*``, ``__after_seconds__``).
 OWN_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", "run_id")
 ALL_NODES = "*"
+# The longest delay ``after_seconds`` may ask: beyond it a start time is a mistake.
+MAX_AFTER_SECONDS = 366 * 24 * 3600
 
 
 def graph_options(
@@ -136,8 +138,10 @@ def _not_before(after_seconds: Any):
         return None
     if not isinstance(after_seconds, (int, float)) or isinstance(after_seconds, bool):
         raise InvalidRequest("after_seconds", "after_seconds must be a number of seconds.")
-    if not 0 <= after_seconds <= 366 * 24 * 3600:
-        raise InvalidRequest("after_seconds", "after_seconds must be between 0 and a year.")
+    if not 0 <= after_seconds <= MAX_AFTER_SECONDS:
+        raise InvalidRequest(
+            "after_seconds", f"after_seconds must be between 0 and {MAX_AFTER_SECONDS} (a year)."
+        )
     return timezone.now() + timedelta(seconds=after_seconds)
 
 
