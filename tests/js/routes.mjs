@@ -114,7 +114,7 @@ await run({
     };
   },
 
-  // Bulk cancel of the pending runs of a thread; a run cancelled with action=interrupt
+  // Bulk cancel (by thread and run ids, one of the two forms RunsCancel takes); a run cancelled with action=interrupt
   // reports the SDK's RunStatus ("interrupted"), which has no "cancelled".
   async cancel_many(sdk) {
     return withProbe(sdk, "cancel_many", async (probe) => {
@@ -122,7 +122,7 @@ await run({
         input: probe.input,
         multitaskStrategy: "enqueue",
       });
-      await sdk.runs.cancelMany({ threadId: probe.tid, status: "pending" });
+      await sdk.runs.cancelMany({ threadId: probe.tid, runIds: [queued.run_id] });
       const cancelled = await sdk.runs.get(probe.tid, queued.run_id);
       probe.release();
       await sdk.runs.join(probe.tid, probe.running.run_id);
