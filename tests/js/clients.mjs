@@ -92,6 +92,39 @@ await run({
     };
   },
 
+  // A reload while the reply streams: the page goes away after the run's metadata (the
+  // run goes on: on_disconnect "continue"), and useStream joins the run again from its
+  // first event (lastEventId "-1"), asking for no modes: the run's own are replayed.
+  async chat_ui_reconnect(sdk) {
+    const { thread_id: tid } = await sdk.threads.create({});
+    const created = [];
+    const page = new AbortController();
+    const before = [];
+    try {
+      for await (const part of sdk.runs.stream(tid, "chat", {
+        input: { messages: [human("Are you there?")] },
+        streamMode: CHAT_MODES,
+        streamSubgraphs: true,
+        streamResumable: true,
+        onDisconnect: "continue",
+        signal: page.signal,
+        onRunCreated: (meta) => created.push(meta),
+      })) {
+        before.push(part.event);
+        if (part.event === "metadata") {
+          page.abort();
+          break;
+        }
+      }
+    } catch (error) {
+      if (!page.signal.aborted) throw error;
+    }
+    const [{ run_id: runId }] = created;
+    const replayed = await collect(sdk.runs.joinStream(tid, runId, { lastEventId: "-1" }));
+    const run = await sdk.runs.get(tid, runId);
+    return { before, run_status: run.status, ...summary(replayed) };
+  },
+
   // Its built-in /api passthrough forwards JSON bodies as text/plain.
   async chat_ui_passthrough(_, { key }) {
     const proxied = client(key, {

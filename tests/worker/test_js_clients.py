@@ -53,6 +53,16 @@ def test_chat_ui_sends_a_message_and_gets_the_reply_token_by_token(js_results):
     assert r["history_last_messages"][-1] == ["ai", reply]
 
 
+def test_chat_ui_joins_the_run_again_after_a_reload(js_results):
+    r = result(js_results, "chat_ui_reconnect")
+    assert r["before"] == ["metadata"]
+    assert r["run_status"] == "success"  # the page going away did not cancel it
+    assert r["errors"] == []
+    assert {"values", "messages"} <= root(r["events"])
+    assert r["values_messages"][-1] == ["human", "ai"]
+    assert streamed_reply(r["tokens"]) == r["last_values"]["messages"][-1]["content"]
+
+
 def test_chat_ui_passthrough_sends_json_as_text_plain(js_results):
     r = result(js_results, "chat_ui_passthrough")
     assert "accepted" in r["made"], r["made"]
