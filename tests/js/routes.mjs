@@ -151,33 +151,38 @@ await run({
     });
   },
 
-  // A thread's stream, joined before its run starts: the run's events arrive on it.
+  // A thread's stream, joined while a run is active (so the run is the stream's first,
+  // whenever the request arrives): the run's events arrive on it up to its end.
   async thread_stream(sdk) {
-    const { thread_id: tid } = await sdk.threads.create();
-    const controller = new AbortController();
-    const parts = [];
-    let failed = null; // kept, not thrown, until the scenario awaits the reader
-    const reading = (async () => {
-      try {
-        for await (const part of sdk.threads.joinStream(tid, { signal: controller.signal })) {
-          parts.push({ event: part.event, data: part.data });
-          if (part.event.startsWith("values") && part.data?.__interrupt__) break;
+    return withProbe(sdk, "thread_stream", async (probe) => {
+      const controller = new AbortController();
+      const parts = [];
+      let failed = null; // kept, not thrown, until the scenario awaits the reader
+      const reading = (async () => {
+        try {
+          for await (const part of sdk.threads.joinStream(probe.tid, {
+            signal: controller.signal,
+          })) {
+            parts.push({ event: part.event, data: part.data });
+            if (part.event.startsWith("values") && part.data?.log?.includes("after")) break;
+          }
+        } catch (error) {
+          if (!controller.signal.aborted) failed = error;
         }
-      } catch (error) {
-        if (!controller.signal.aborted) failed = error;
-      }
-    })();
-    await sleep(200); // the stream's request is on its way before the run starts
-    const started = await sdk.runs.create(tid, "expense_approval", { input: EXPENSE });
-    await sdk.runs.join(tid, started.run_id);
-    const deadline = Date.now() + 30_000;
-    while (!failed && !parts.some((p) => p.event.startsWith("values")) && Date.now() < deadline) {
-      await sleep(50);
-    }
-    controller.abort();
-    await reading;
-    if (failed) throw failed;
-    return { events: parts.map((p) => p.event), values: parts.filter((p) => p.event.startsWith("values")).map((p) => p.data) };
+      })();
+      probe.release();
+      await sdk.runs.join(probe.tid, probe.running.run_id);
+      await Promise.race([reading, sleep(30_000)]); // the stream stays open after the run
+      controller.abort();
+      await reading;
+      if (failed) throw failed;
+      return {
+        run_id: probe.running.run_id,
+        events: parts.map((p) => p.event),
+        metadata: parts.filter((p) => p.event === "metadata").map((p) => p.data),
+        values: parts.filter((p) => p.event.startsWith("values")).map((p) => p.data),
+      };
+    });
   },
 
   async prune(sdk) {

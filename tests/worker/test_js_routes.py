@@ -88,7 +88,9 @@ def test_cancel_with_rollback_removes_the_run_and_its_checkpoints(js_results):
 
 def test_join_a_threads_stream(js_results):
     r = result(js_results, "thread_stream")
-    assert any(v.get("status") == "validated" for v in r["values"]), r["events"]
+    assert r["events"][0] == "metadata"
+    assert r["metadata"][0]["run_id"] == r["run_id"]
+    assert r["values"][-1]["log"] == ["fast", "slow", "after"], r["events"]
 
 
 def test_prune_threads(js_results):
