@@ -45,10 +45,13 @@ from __future__ import annotations
 from durable.api.assistants import assistants
 from durable.api.authentication import TenantToken
 from durable.api.errors import JSONOnlyAPI, handle_errors
+from durable.api.info import info
 from durable.api.runs import runs
 from durable.api.schemas import JSONParser
 from durable.api.state import state
+from durable.api.stateless import stateless
 from durable.api.store import store
+from durable.api.thread_stream import thread_stream
 from durable.api.threads import threads
 
 __all__ = ["api"]
@@ -65,8 +68,11 @@ handle_errors(api)
 
 # In this order: it is the OpenAPI document's, and that of the URL patterns, where
 # /threads/search and /threads/count come before /threads/{thread_id}.
+api.add_router("", info)
 api.add_router("/assistants", assistants)
 api.add_router("/threads", threads)
 api.add_router("/threads", state)
 api.add_router("/threads", runs)
+api.add_router("/threads", thread_stream)
+api.add_router("/runs", stateless)
 api.add_router("/store", store)
