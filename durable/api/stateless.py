@@ -12,9 +12,10 @@ from django.http import HttpResponse
 from ninja import Query, Router
 
 from durable import engine
-from durable.api import access, runs, shapes
+from durable.api import access, shapes
 from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError, json_response
+from durable.api.runs import _create_run, _located, _stream_response, _wait_output
 from durable.api.schemas import CancelQuery, RunsCancel, StatelessRunCreate
 from durable.db import borrow
 from durable.models import Run
@@ -30,7 +31,7 @@ def _create(request, body: StatelessRunCreate) -> Run:
     if body.command is not None:
         raise ApiError(422, "A stateless run has nothing to resume; send input.", "command")
     body.if_not_exists = "create"
-    run = runs._create_run(request, str(uuid.uuid4()), body)
+    run = _create_run(request, str(uuid.uuid4()), body)
     engine.set_on_completion(run, body.on_completion)
     return run
 
@@ -48,7 +49,7 @@ def create_stateless_run(request, body: StatelessRunCreate):
     ``on_completion``: ``delete`` (the default) deletes the thread once the run has
     ended, ``keep`` keeps it."""
     run = _create(request, body)
-    return runs._located(json_response(request, shapes.run_json(run)), run)
+    return _located(json_response(request, shapes.run_json(run)), run)
 
 
 @stateless.post("/wait", summary="Create a stateless run and wait for its output")
@@ -56,8 +57,8 @@ async def wait_stateless_run(request, body: StatelessRunCreate):
     """As ``POST /runs``, then waits for the run to end and returns what
     ``/threads/{thread_id}/runs/wait`` returns."""
     run = await borrow(_create, request, body)
-    output = await runs._wait_output(run.pk)
-    response = runs._located(json_response(request, output), run)
+    output = await _wait_output(run.pk)
+    response = _located(json_response(request, output), run)
     await borrow(_ended, run, body)
     return response
 
@@ -67,7 +68,7 @@ async def stream_stateless_run(request, body: StatelessRunCreate):
     """As ``POST /runs``, answered with the run's events as server-sent events, as
     ``/threads/{thread_id}/runs/stream`` sends them."""
     run = await borrow(_create, request, body)
-    response = runs._stream_response(request, run, body.modes(), body.stream_subgraphs, 0)
+    response = _stream_response(request, run, body.modes(), body.stream_subgraphs, 0)
     response.streaming_content = _then_ended(response.streaming_content, run, body)
     return response
 

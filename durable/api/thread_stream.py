@@ -11,8 +11,9 @@ import asyncio
 from ninja import Query, Router, Schema
 
 from durable import sse
-from durable.api import access, runs
+from durable.api import access
 from durable.api.errors import ApiError
+from durable.api.runs import _output, _sdk_events
 from durable.api.schemas import STREAM_MODES, ThreadId
 from durable.db import borrow
 from durable.engine import follow
@@ -84,13 +85,13 @@ async def _thread_events(thread_pk: int, modes: set[str], after: int):
         waited = 0.0
         after = run.pk
         if "run_modes" in modes:
-            async for chunk in runs._sdk_events(run.pk, _run_modes(run), True, 0):
+            async for chunk in _sdk_events(run.pk, _run_modes(run), True, 0):
                 yield chunk
         else:
             yield sse.event("metadata", {"run_id": str(run.pk), "attempt": 1})
             status = await follow.wait_until_final(run.pk)
             if "state_update" in modes and status is not None:
-                yield sse.event("values", await borrow(runs._output, run.pk))
+                yield sse.event("values", await borrow(_output, run.pk))
         yield sse.event("metadata", {"run_id": str(run.pk), "status": "run_done"})
 
 
