@@ -7,8 +7,10 @@ reads or writes a thread; a graph name that is not registered raises
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
+from langgraph.warnings import LangGraphDeprecatedSinceV10
 from pydantic import TypeAdapter
 
 from durable.engine.checks import InvalidRequest
@@ -62,7 +64,11 @@ def _schemas(compiled) -> dict:
     found: dict[str, Any] = {}
     for key, read in readers.items():
         try:
-            found[key] = read()
+            with warnings.catch_warnings():
+                # The config schema is deprecated for the context schema in LangGraph 1,
+                # but the Agent Server's answer still carries it.
+                warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
+                found[key] = read()
         except Exception as exc:  # noqa: BLE001  (a schema LangGraph cannot build)
             logger.warning("No %s for graph %s: %s", key, compiled.name, exc)
             found[key] = None

@@ -86,6 +86,12 @@ def test_bulk_cancel_and_rollback(client, worker, tmp_path):
     client.runs.cancel_many(thread_id=first, run_ids=[queued["run_id"]])
     assert client.runs.get(first, queued["run_id"])["status"] == "interrupted"
     assert client.runs.get(first, run["run_id"])["status"] == "running"
+    # A pending run rolled back is gone at once.
+    doomed = client.runs.create(
+        first, "probe", input=probe_input(tmp_path), multitask_strategy="enqueue"
+    )
+    assert client.runs.cancel(first, doomed["run_id"], action="rollback") is None
+    assert not Run.objects.filter(pk=doomed["run_id"]).exists()
 
     # Rolled back: it stops at its super-step's end, and it and its checkpoints go.
     client.runs.cancel(first, run["run_id"], action="rollback")
@@ -131,10 +137,12 @@ def test_joining_a_threads_stream_follows_its_runs(client, worker):
         seen.append((part.event, part.data))
         if sum(1 for e, d in seen if e == "metadata" and d.get("status") == "run_done") == 2:
             break
+    parts.close()  # the stream stays open for the next run until its client leaves
     runs = [d["run_id"] for e, d in seen if e == "metadata" and "attempt" in d]
     assert runs == [r["run_id"] for r in reversed(client.runs.list(thread_id))]
     assert ("values", client.threads.get_state(thread_id)["values"]) in seen
     lifecycle = client.threads.join_stream(thread_id, stream_mode="lifecycle", last_event_id="-")
     events = [next(lifecycle) for _ in range(4)]
+    lifecycle.close()
     assert [e.event for e in events] == ["metadata"] * 4
     assert [e.data.get("status") for e in events] == [None, "run_done", None, "run_done"]
