@@ -30,6 +30,8 @@ def _create(request, body: StatelessRunCreate) -> Run:
             raise ApiError(422, "A stateless run has no past checkpoint to start from.", field)
     if body.command is not None:
         raise ApiError(422, "A stateless run has nothing to resume; send input.", "command")
+    if body.input is None:
+        raise ApiError(422, "A run needs an input.", "input")
     body.if_not_exists = "create"
     run = _create_run(request, str(uuid.uuid4()), body)
     engine.set_on_completion(run, body.on_completion)

@@ -131,6 +131,7 @@ BAD_REQUESTS = [
     ("POST", "/runs", {**RUN, "input": {}, "command": {"resume": 1}}, 422, "command", "nothing to resume"),
     ("POST", "/runs/wait", {**RUN, "input": {}, "checkpoint_id": "{latest}"}, 422, "checkpoint_id", "no past checkpoint"),
     ("POST", "/runs", {**RUN, "input": {}, "on_completion": "later"}, 422, "on_completion", "delete"),
+    ("POST", "/runs/stream", RUN, 422, "input", "needs an input"),
     ("POST", "/runs/batch", [], 422, "body", "1 to 100"),
     ("POST", "/runs/batch", [{**RUN, "input": {}}, {"assistant_id": "nope"}], 404, "1.assistant_id", "not found"),
     ("POST", "/runs/cancel", {}, 422, "status", "thread_id and run_ids"),
