@@ -544,6 +544,7 @@ class AuditEvent(models.Model):
         CANCEL = "cancel"
         DELETE = "delete"
         PRUNE = "prune"
+        PATCH_STATE = "patch_state"
         RETENTION_CHANGE = "retention_change"
         TOKEN_CREATE = "token_create"
         TOKEN_REVOKE = "token_revoke"

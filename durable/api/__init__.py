@@ -14,7 +14,9 @@ unknown thread, run or assistant, or for a path that is no route of this API, 40
 ``Allow``) for a method a route does not take, 409 when the thread or run is in the wrong
 state for the request (a busy thread under ``reject``, a run that already ended), 422 for
 any other input that is not acceptable, 500 for a failure of the server. A refused
-request changes nothing.
+request changes nothing. A body must be sent as ``application/json`` (415 otherwise),
+but a request with its key in ``x-api-key``, which no cross-site form can send, may send
+JSON under any Content-Type.
 
 Text must be text every database holds: a NUL character (``\\u0000``) or a lone UTF-16
 surrogate (``\\ud800``...) anywhere in a body, a query parameter or a path, keys included,
@@ -36,13 +38,18 @@ names or ``{"node", "input"}`` sends) and ``update``, beside an empty ``input``;
 ``resume`` on a thread with next tasks but no interrupt goes to the next ``interrupt()``
 that runs, and is refused only when nothing would run.
 
-Not served: stateless runs (``POST /runs`` and the like: 404), thread TTLs, ``values``
-filters on threads, ``cancel`` with ``action=rollback``, stream modes other than
+Not served: thread TTLs, ``values`` filters on threads, stream modes other than
 values/updates/custom/tasks (refused with 422 naming the field when sent); there are no
-cron routes.
+cron routes. Stateless runs (``POST /runs``, ``/runs/wait``, ``/runs/stream``,
+``/runs/batch``) each run on a thread of their own, deleted once the run has ended unless
+``on_completion`` is ``keep``. A run cancelled with ``action=interrupt`` reports status
+``interrupted``, as the Agent Server's does; with ``action=rollback`` it and its
+checkpoints are deleted.
 
 Every request carries a tenant's API token in the ``x-api-key`` header
-(``langgraph-sdk``'s ``api_key``): 401 without a valid one. The token's tenant scopes
+(``langgraph-sdk``'s ``api_key``): 401 without a valid one; ``GET /info`` and
+``GET /ok`` only, as on the Agent Server, answer without one (and say nothing of a
+tenant). The token's tenant scopes
 everything: another tenant's thread or run is a 404, and the store routes read and write
 only under the tenant's own namespace prefix, which the client never sees. A viewer's
 token reads; whatever would change a thread, a run or the store is a 403.
@@ -52,17 +59,21 @@ token reads; whatever would change a thread, a run or the store is a 403.
 # speaks to clients; the modules beside this one say what each part of the code does:
 # errors (how the API answers and refuses), authentication (the token), access (what a
 # token reaches), schemas (what a request sends), shapes (what an answer holds), and one
-# router per resource: assistants, threads, state (and history), runs, store.
+# router per resource: info, assistants, threads, state (and history), runs, the thread
+# stream, stateless runs, store.
 
 from __future__ import annotations
 
 from durable.api.assistants import assistants
 from durable.api.authentication import TenantToken
 from durable.api.errors import JSONOnlyAPI, handle_errors
+from durable.api.info import info
 from durable.api.runs import runs
 from durable.api.schemas import JSONParser
 from durable.api.state import state
+from durable.api.stateless import stateless
 from durable.api.store import store
+from durable.api.thread_stream import thread_stream
 from durable.api.threads import threads
 
 __all__ = ["api"]
@@ -78,9 +89,13 @@ api = JSONOnlyAPI(
 handle_errors(api)
 
 # In this order: it is the OpenAPI document's, and that of the URL patterns, where
-# /threads/search and /threads/count come before /threads/{thread_id}.
+# /threads/search, /threads/count and /threads/prune come before /threads/{thread_id}, and
+# /assistants/search and /assistants/count before /assistants/{assistant_id}.
+api.add_router("", info)
 api.add_router("/assistants", assistants)
 api.add_router("/threads", threads)
 api.add_router("/threads", state)
 api.add_router("/threads", runs)
+api.add_router("/threads", thread_stream)
+api.add_router("/runs", stateless)
 api.add_router("/store", store)

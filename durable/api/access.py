@@ -18,7 +18,7 @@ from durable.models import Run, Thread
 # "." and "..", "/" splits the segment, and the name of a route beside
 # /threads/{thread_id} is that route (GET /threads/search would not reach a thread named
 # "search"). Such a thread could be created but never reached.
-UNREACHABLE_NAMES = re.compile(r"/|^\.{1,2}$|^(search|count)$")
+UNREACHABLE_NAMES = re.compile(r"/|^\.{1,2}$|^(search|count|prune)$")
 
 
 def threads(request: HttpRequest) -> QuerySet[Thread]:
@@ -52,7 +52,7 @@ def check_reachable(name: str) -> None:
     if UNREACHABLE_NAMES.search(name):
         raise ApiError(
             422,
-            "thread_id cannot hold '/' or be '.', '..', 'search' or 'count' in URLs.",
+            "thread_id cannot hold '/' or be '.', '..', 'search', 'count' or 'prune' in URLs.",
             "thread_id",
         )
 

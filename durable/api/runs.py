@@ -283,7 +283,7 @@ def list_runs(request, thread_id: ThreadId, query: Query[RunsQuery]):
     thread = access.thread(request, thread_id)
     found = thread.runs.select_related("thread")
     if query.status:
-        found = found.filter(status=query.status)
+        found = found.filter(status__in=shapes.run_statuses(query.status))
     return [shapes.run_json(r) for r in found[query.offset : query.offset + query.limit]]
 
 
@@ -320,23 +320,36 @@ async def join_stream(request, thread_id: ThreadId, run_id: str, query: Query[Jo
 @runs.post("/{thread_id}/runs/{run_id}/cancel", summary="Cancel a run")
 async def cancel_run(request, thread_id: ThreadId, run_id: str, query: Query[CancelQuery]):
     """Cancels a pending run at once, or stops a running one at its next super-step
-    boundary (its checkpoints are kept). With ``wait``, answers once the run has ended.
-    Returns the run. 409 when it has already ended."""
-    if query.action == "rollback":
-        raise ApiError(
-            422,
-            "Cancelling with rollback is not supported; a cancelled run keeps its "
-            "checkpoints (start a run with multitask_strategy rollback to discard them).",
-            "action",
-        )
-    run = await borrow(_cancel, request, thread_id, run_id)
+    boundary: with ``action=interrupt`` (the default) its checkpoints are kept and it
+    ends ``interrupted``; with ``action=rollback`` the run and the checkpoints it wrote
+    are deleted once it has stopped (a 204 then, when it is already gone). With
+    ``wait``, answers once the run has ended. Returns the run. 409 when it has already
+    ended."""
+    run = await borrow(_cancel, request, thread_id, run_id, query.action)
     if query.wait:
         await follow.wait_until_final(run.pk)
-    run = await borrow(lambda: Run.objects.select_related("thread").get(pk=run.pk))
-    return json_response(request, shapes.run_json(run), 200 if query.wait else 202)
+    found = await borrow(lambda: Run.objects.select_related("thread").filter(pk=run.pk).first())
+    if found is None:  # rolled back: the run is gone, as the Agent Server's is
+        return HttpResponse(status=204)
+    return json_response(request, shapes.run_json(found), 200 if query.wait else 202)
 
 
-def _cancel(request, name: str, run_id: str) -> Run:
+def _cancel(request, name: str, run_id: str, action: str) -> Run:
+    """Cancel the run (``action`` ``interrupt``: it keeps its checkpoints; ``rollback``:
+    they and the run are deleted once it has stopped). Returns the run as it was."""
     run = access.run(request, name, run_id)
     may_change(request)
+    if action == "rollback":
+        engine.cancel_with_rollback(run, requested_by=caller(request))
+        return run
     return engine.cancel(run, requested_by=caller(request))
+
+
+@runs.delete("/{thread_id}/runs/{run_id}", summary="Delete a run", response={204: None})
+def delete_run(request, thread_id: ThreadId, run_id: str):
+    """Deletes a run that has ended and its events; the checkpoints it wrote stay in
+    the thread's history. 409 while it is pending or running (cancel it first)."""
+    run = access.run(request, thread_id, run_id)
+    may_change(request)
+    engine.delete_run(run, requested_by=caller(request))
+    return 204, None

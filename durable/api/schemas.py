@@ -33,19 +33,29 @@ class JSONParser(Parser):
     A body must say ``Content-Type: application/json`` (else 415): a browser sends a
     cross-site form or ``text/plain`` POST without asking the server first, but not a
     JSON one, so this keeps other web pages from driving the API (it has no CSRF token).
+    A request that authenticated with the ``x-api-key`` header is the exception: no
+    cross-site form can set a header, so its body is parsed as JSON whatever its
+    Content-Type says (Agent Chat UI's passthrough forwards JSON as ``text/plain``), and
+    one that does not parse is still the 415.
+    Ninja authenticates before it parses (``ninja.operation.Operation.run``), so
+    ``request.auth`` is set here when the key was good.
     A body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` is a 413. An object with a key twice is a
     400 naming it: JSON leaves such a body's meaning open (Python would keep the last
     value, other parsers the first), and an operator's request must say one thing."""
 
     def parse_body(self, request):
-        if request.content_type != "application/json":
-            raise ApiError(
-                415, "The request body must be JSON (Content-Type: application/json).", "body"
-            )
+        declared = request.content_type == "application/json"
+        unsupported = ApiError(
+            415, "The request body must be JSON (Content-Type: application/json).", "body"
+        )
+        if not declared and not _keyed(request):
+            raise unsupported
         repeated: list[_Repeated] = []
         try:
             body = json.loads(request.body, object_pairs_hook=lambda p: _object(p, repeated))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            if not declared:  # not JSON, and not said to be: the Content-Type was right
+                raise unsupported from None
             raise BodyNotJSON(f"The request body is not valid JSON: {exc}.") from None
         except RecursionError:
             raise BodyNotJSON("The request body is nested too deeply.") from None
@@ -58,6 +68,12 @@ class JSONParser(Parser):
         query = super().parse_querydict(data, list_fields, request)
         _check_text(query, "query")
         return query
+
+
+def _keyed(request) -> bool:
+    """Whether the request authenticated with an API key header, which a browser sends
+    cross-site only after a CORS preflight the server allowed."""
+    return getattr(request, "auth", None) is not None and bool(request.headers.get("x-api-key"))
 
 
 class _Repeated(dict):
@@ -161,6 +177,11 @@ class ThreadPatch(Strict):
     metadata: dict[str, Any] = {}
 
 
+class ThreadPrune(Strict):
+    thread_ids: list[ThreadId] = Field(max_length=1000)
+    strategy: Literal["delete", "keep_latest"] = "delete"
+
+
 # -- state and history ---------------------------------------------------------------
 
 
@@ -175,14 +196,25 @@ class StateUpdate(Strict):
     checkpoint_id: str | None = None
 
 
+class StatePatch(Strict):
+    metadata: dict[str, Any]
+
+
 class StateAtCheckpoint(Strict):
     checkpoint: CheckpointRef
     subgraphs: bool = False
 
 
+class ConfigRef(Schema):
+    """A checkpoint named as a LangGraph ``RunnableConfig`` (``{"configurable":
+    {"checkpoint_id": ...}}``), as the JS SDK sends ``before``."""
+
+    configurable: CheckpointRef
+
+
 class HistoryQuery(Strict):
     limit: int = Field(10, ge=1, le=1000)
-    before: str | CheckpointRef | None = None
+    before: str | ConfigRef | CheckpointRef | None = None
     metadata: dict[str, Any] | None = Field(
         None, validation_alias=AliasChoices("metadata", "filter")
     )
@@ -252,6 +284,19 @@ class RunCreate(Strict):
         return "exit" if self.checkpoint_during is False else "async"
 
 
+class StatelessRunCreate(RunCreate):
+    """A run on a thread of its own (``POST /runs``): what becomes of the thread once
+    the run has ended."""
+
+    on_completion: Literal["delete", "keep"] = "delete"
+
+
+class RunsCancel(Strict):
+    status: Literal["pending", "running", "all"] | None = None
+    thread_id: ThreadId | None = None
+    run_ids: list[str] | None = Field(None, max_length=1000)
+
+
 def stream_modes(stream_mode: str | list[str] | None) -> list[str]:
     """The stream modes asked for (all of ``STREAM_MODES`` when none is); 422 for one
     this server does not record."""
@@ -293,6 +338,20 @@ class AssistantSearch(Schema):
     metadata: dict[str, Any] | None = None
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
+
+
+class AssistantCount(Strict):
+    graph_id: str | None = None
+    name: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class GraphQuery(Schema):
+    xray: str = "false"
+
+
+class SubgraphsQuery(Schema):
+    recurse: bool = False
 
 
 # -- the store -----------------------------------------------------------------------

@@ -30,10 +30,23 @@ __all__ = [
 REGISTERED_AT = timezone.now()
 
 
+# A run's status as the Agent Server's ``RunStatus`` names it: a run stopped on request
+# is "interrupted" there (the SDKs' RunStatus has no "cancelled"); the console's words
+# stay its own.
+WIRE_STATUS = {Run.Status.CANCELLED: "interrupted"}
+
+
+def run_statuses(wire: str) -> list[str]:
+    """The ``Run.Status`` values a wire status stands for (to filter runs by it)."""
+    return [s for s in Run.Status.values if WIRE_STATUS.get(s, s) == wire]
+
+
 def thread_json(thread: Thread) -> dict:
     """A thread as the Agent Server's ``Thread``: ``thread_id`` is its ``name``; its
     metadata carries ``graph_id`` and ``assistant_id`` once a graph is bound; ``values``
-    and ``interrupts`` (by task id) are its latest state's."""
+    and ``interrupts`` (by task id) are its latest state's; ``state_updated_at`` is when
+    its latest checkpoint was written (its creation before it has one), ``config`` that
+    of its latest run (``{}`` before it has one)."""
     latest = engine.thread_state(thread)
     interrupts: dict[str, list] = {}
     for t in latest.tasks:
@@ -46,7 +59,9 @@ def thread_json(thread: Thread) -> dict:
         "thread_id": thread.name,
         "created_at": thread.created_at,
         "updated_at": thread.updated_at,
+        "state_updated_at": latest.created_at or thread.created_at,
         "metadata": metadata,
+        "config": thread.runs.order_by("-pk").values_list("config", flat=True).first() or {},
         "status": thread.status,
         "values": jsonable(latest.values),
         "interrupts": interrupts,
@@ -64,7 +79,7 @@ def run_json(run: Run) -> dict:
         "assistant_id": run.graph,
         "created_at": run.created_at,
         "updated_at": run.ended_at or run.started_at or run.created_at,
-        "status": run.status,
+        "status": WIRE_STATUS.get(run.status, run.status),
         "metadata": run.metadata,
         "multitask_strategy": run.multitask_strategy,
         "kind": run.kind,

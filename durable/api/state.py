@@ -12,8 +12,10 @@ from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError
 from durable.api.schemas import (
     CheckpointRef,
+    ConfigRef,
     HistoryQuery,
     StateAtCheckpoint,
+    StatePatch,
     StateQuery,
     StateUpdate,
     ThreadId,
@@ -24,12 +26,18 @@ from durable.models import Thread
 state = Router(tags=["threads"])
 
 
-def _state_at(thread: Thread, checkpoint_id: str, field: str, subgraphs: bool) -> dict:
-    """The state at ``checkpoint_id``; a refusal names ``field``, where the request
-    gave the id."""
+def _state_at(
+    thread: Thread, checkpoint_id: str | None, field: str, subgraphs: bool, checkpoint_ns: str = ""
+) -> dict:
+    """The state at ``checkpoint_id`` (in ``checkpoint_ns``); a refusal names ``field``,
+    where the request gave the id."""
     try:
-        snapshot = engine.state_at(thread, checkpoint_id, subgraphs=subgraphs)
+        snapshot = engine.state_at(
+            thread, checkpoint_id, checkpoint_ns=checkpoint_ns, subgraphs=subgraphs
+        )
     except engine.InvalidRequest as exc:
+        if exc.field == "checkpoint_ns":
+            raise engine.InvalidRequest("checkpoint.checkpoint_ns", exc.message) from None
         raise engine.InvalidRequest(field, exc.message) from None
     return shapes.state_json(snapshot, thread)
 
@@ -72,11 +80,32 @@ def update_state(request, thread_id: ThreadId, body: StateUpdate):
     return {"checkpoint": shapes.checkpoint_json(forked.config, thread)}
 
 
+@state.patch(
+    "/{thread_id}/state",
+    summary="Patch the metadata of a thread's latest checkpoint",
+    response={204: None},
+)
+def patch_state(request, thread_id: ThreadId, body: StatePatch):
+    """Merges ``metadata`` into that of the thread's latest checkpoint (the SDKs'
+    ``patch_state``): its keys replace the same keys, the others stay; values and
+    history are untouched. Answers 204. 422 (``checkpoint_id``) when the thread has no
+    checkpoint yet."""
+    thread = access.thread(request, thread_id)
+    may_change(request)
+    engine.patch_checkpoint_metadata(thread, body.metadata, requested_by=caller(request))
+    return 204, None
+
+
 @state.post("/{thread_id}/state/checkpoint", summary="Get a thread's state at a checkpoint")
 def post_state_at(request, thread_id: ThreadId, body: StateAtCheckpoint):
+    """The state at ``checkpoint``; a subgraph's pointer (``checkpoint_ns`` set,
+    ``checkpoint_id`` null, as a task's ``state`` gives it) is that subgraph's latest
+    state."""
     thread = access.thread(request, thread_id)
-    checkpoint_id = body.checkpoint.checkpoint_id
-    return _state_at(thread, checkpoint_id, "checkpoint.checkpoint_id", body.subgraphs)
+    point = body.checkpoint
+    return _state_at(
+        thread, point.checkpoint_id, "checkpoint.checkpoint_id", body.subgraphs, point.checkpoint_ns
+    )
 
 
 @state.get("/{thread_id}/state/{checkpoint_id}", summary="Get a thread's state at a checkpoint")
@@ -88,12 +117,17 @@ def get_state_at(request, thread_id: ThreadId, checkpoint_id: str, query: Query[
 @state.post("/{thread_id}/history", summary="List a thread's checkpoints, newest first")
 def get_history(request, thread_id: ThreadId, body: HistoryQuery = None):
     """At most ``limit`` (1-1000) states, newest first: older than checkpoint ``before``
-    (an id, or a checkpoint object), with metadata matching ``metadata`` (also accepted
+    (an id, a checkpoint object, or a config ``{"configurable": {"checkpoint_id"}}``),
+    with metadata matching ``metadata`` (also accepted
     as ``filter``)."""
     body = body or HistoryQuery()
     thread = access.thread(request, thread_id)
     if body.checkpoint and body.checkpoint.checkpoint_ns:
         raise ApiError(422, "Subgraph histories are not served yet.", "checkpoint.checkpoint_ns")
-    before = body.before.checkpoint_id if isinstance(body.before, CheckpointRef) else body.before
+    before = body.before
+    if isinstance(before, ConfigRef):
+        before = before.configurable
+    if isinstance(before, CheckpointRef):
+        before = before.checkpoint_id
     history = engine.thread_history(thread, body.limit, before=before, filter=body.metadata)
     return [shapes.state_json(s, thread) for s in history]

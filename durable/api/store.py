@@ -10,7 +10,7 @@ from ninja import Query, Router
 from durable import engine
 from durable.api import shapes
 from durable.api.authentication import may_change
-from durable.api.errors import ApiError
+from durable.api.errors import ApiError, json_response
 from durable.api.schemas import StoreDelete, StoreGet, StoreNamespaces, StorePut, StoreSearch
 from durable.persistence.store import ScopedStore, tenant_store
 from durable.persistence.text import UnstorableText
@@ -48,12 +48,15 @@ def put_item(request, body: StorePut):
 
 @store.get("/items", summary="Get an item")
 def get_item(request, query: Query[StoreGet]):
+    """The item at ``namespace`` (labels joined by ``.``) and ``key``; ``null`` when
+    there is none, as the Agent Server answers (the JS SDK types ``getItem`` as
+    ``Item | null``)."""
     namespace = tuple(label for label in query.namespace.split(".") if label)
     item = _store_call(
         lambda: _store(request).get(namespace, query.key, refresh_ttl=query.refresh_ttl)
     )
     if item is None:
-        raise ApiError(404, f"No item {query.key!r} in namespace {namespace!r}.", "key")
+        return json_response(request, None)
     return shapes.item_json(item)
 
 

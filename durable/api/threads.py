@@ -11,7 +11,14 @@ from durable import engine
 from durable.api import access, shapes
 from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError
-from durable.api.schemas import ThreadCount, ThreadCreate, ThreadId, ThreadPatch, ThreadSearch
+from durable.api.schemas import (
+    ThreadCount,
+    ThreadCreate,
+    ThreadId,
+    ThreadPatch,
+    ThreadPrune,
+    ThreadSearch,
+)
 from durable.graphs import graph_names
 from durable.models import Thread
 from durable.persistence.metadata import MetadataKeyEquals
@@ -79,6 +86,19 @@ def count_threads(request, body: ThreadCount = None):
     return _matching(request, body.metadata, body.status).count()
 
 
+@threads.post("/prune", summary="Prune threads")
+def prune_threads(request, body: ThreadPrune):
+    """Prunes the threads of ``thread_ids``: ``strategy`` ``delete`` (the default)
+    deletes each, its runs and all its checkpoints; ``keep_latest`` keeps each thread
+    and only its latest checkpoint per namespace. A thread with an active run is left
+    as it is; an id the tenant has no thread of is passed over. Returns
+    ``{"pruned_count": n}``, the threads deleted or pruned."""
+    may_change(request)
+    found = access.threads(request).filter(name__in=body.thread_ids)
+    pruned = engine.prune_threads(found, body.strategy, requested_by=caller(request))
+    return {"pruned_count": pruned}
+
+
 @threads.get("/{thread_id}", summary="Get a thread")
 def get_thread(request, thread_id: ThreadId):
     return shapes.thread_json(access.thread(request, thread_id))
@@ -116,3 +136,13 @@ def delete_thread(request, thread_id: ThreadId):
     may_change(request)
     engine.delete_thread(thread, requested_by=caller(request))
     return 204, None
+
+
+@threads.post("/{thread_id}/copy", summary="Copy a thread")
+def copy_thread(request, thread_id: ThreadId):
+    """A new thread (new ``thread_id``) with the thread's metadata, graph and every
+    checkpoint of its history; runs are not copied. Returns the new thread. 409 while
+    a run is running on the thread."""
+    thread = access.thread(request, thread_id)
+    may_change(request)
+    return shapes.thread_json(engine.copy_thread(thread))

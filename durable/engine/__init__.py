@@ -2,9 +2,14 @@
 
 Requests (``durable.engine.operations``): ``create_thread``, ``update_thread_metadata``,
 ``start``, ``resume``, ``fork``, ``close``, ``replay``, ``answer_again``, ``cancel``,
-``delete_thread``. State reads (``durable.engine.state``): ``thread_state``, ``state_at``,
+``delete_thread``; on whole threads and runs beyond that (``durable.engine.threads``):
+``copy_thread``, ``prune_threads``, ``patch_checkpoint_metadata``, ``delete_run``,
+``cancel_with_rollback``, ``runs_to_cancel``, ``set_on_completion``, ``end_stateless``.
+State reads (``durable.engine.state``): ``thread_state``, ``state_at``,
 ``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``,
-``graph_shape``, ``config_for``; what an update would run next, written nowhere
+``graph_shape``, ``config_for``; a registered graph's drawing and schemas, as
+assistants show them (``durable.engine.assistants``): ``graph_json``, ``graph_schemas``,
+``subgraph_schemas``; what an update would run next, written nowhere
 (``durable.engine.update``): ``next_after_update``. A thread's ``active_run``
 (``durable.engine.policy``).
 Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
@@ -15,6 +20,7 @@ and ``lease`` (a run in a worker), ``recovery`` (the reaper, drain and hand-back
 ``tasks`` (Celery tasks and worker signals) and ``follow`` (following a run's events).
 """
 
+from durable.engine.assistants import graph_json, graph_schemas, subgraph_schemas
 from durable.engine.checks import InvalidRequest, check_storable
 from durable.engine.operations import (
     ForkResult,
@@ -40,6 +46,16 @@ from durable.engine.state import (
     state_at,
     thread_history,
     thread_state,
+)
+from durable.engine.threads import (
+    cancel_with_rollback,
+    copy_thread,
+    delete_run,
+    end_stateless,
+    patch_checkpoint_metadata,
+    prune_threads,
+    runs_to_cancel,
+    set_on_completion,
 )
 from durable.engine.update import NOTHING_NEXT, next_after_update
 
@@ -69,4 +85,15 @@ __all__ = [
     "graph_shape",
     "next_after_update",
     "NOTHING_NEXT",
+    "graph_json",
+    "graph_schemas",
+    "subgraph_schemas",
+    "copy_thread",
+    "prune_threads",
+    "patch_checkpoint_metadata",
+    "delete_run",
+    "cancel_with_rollback",
+    "runs_to_cancel",
+    "set_on_completion",
+    "end_stateless",
 ]

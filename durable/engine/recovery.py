@@ -21,11 +21,13 @@ the signal.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
-from durable.engine import policy, queue, records
+from durable import conf
+from durable.engine import policy, queue, records, threads
 from durable.engine.execution import end, requeue, roll_back
 from durable.models import Run, Thread
 
@@ -43,8 +45,10 @@ def reap(limit: int = 100) -> dict[str, int]:
     (``queue.unsent``; a duplicate message is harmless: only one claim succeeds). Safe
     with many reapers at once: each claims rows with ``SELECT ... FOR UPDATE SKIP
     LOCKED`` on PostgreSQL (SQLite runs one writer at a time), each under its thread's
-    lock, taken first as every run transaction does. Returns counts: ``{"requeued",
-    "ended", "redispatched"}``."""
+    lock, taken first as every run transaction does. Last, the threads of stateless
+    runs that asked ``on_completion=delete`` and ended a lease ago are deleted
+    (``threads.sweep_stateless``). Returns counts: ``{"requeued", "ended",
+    "redispatched", "stateless_deleted"}``."""
     counts = {"requeued": 0, "ended": 0, "redispatched": 0}
     stale = Run.objects.filter(status=Run.Status.RUNNING, lease_expires_at__lt=timezone.now())
     for run_id, thread_pk in stale.order_by("lease_expires_at").values_list("pk", "thread")[:limit]:
@@ -55,6 +59,10 @@ def reap(limit: int = 100) -> dict[str, int]:
             if run is not None:
                 counts["requeued" if _settle_lost(run) else "ended"] += 1
     counts["redispatched"] = queue.send_unsent(limit)
+    # A stateless run's thread outlives its run by a lease, for the request that reads
+    # its output (which deletes it itself) to get there first.
+    lease = timedelta(seconds=conf.DURABLE_RUN_LEASE_SECONDS)
+    counts["stateless_deleted"] = threads.sweep_stateless(timezone.now() - lease, limit)
     return counts
 
 

@@ -17,7 +17,7 @@ from langgraph.types import StateSnapshot
 
 from durable.engine.checks import InvalidRequest, check_storable, checkpoint_config
 from durable.graphs import thread_graph
-from durable.models import Thread
+from durable.models import Checkpoint, Thread
 
 
 def config_for(thread: Thread, checkpoint_id: str | None = None) -> dict:
@@ -52,14 +52,20 @@ def thread_state(thread: Thread, *, subgraphs: bool = False) -> StateSnapshot:
 
 
 def state_at(
-    thread: Thread, checkpoint_id: str, *, checkpoint_ns: str = "", subgraphs: bool = False
+    thread: Thread, checkpoint_id: str | None, *, checkpoint_ns: str = "", subgraphs: bool = False
 ) -> StateSnapshot:
     """The ``StateSnapshot`` at one of the thread's checkpoints, in the graph itself or,
     with ``checkpoint_ns`` (``"node:task_id"`` parts joined by ``|``), in one of its
-    subgraphs (``subgraphs`` as for ``thread_state``). Raises
-    ``InvalidRequest("checkpoint_id")`` when the thread has no such checkpoint, and
-    ``InvalidRequest("checkpoint_ns")`` when the graph has no subgraph there."""
-    config = checkpoint_config(thread, checkpoint_id, checkpoint_ns)
+    subgraphs (``subgraphs`` as for ``thread_state``). With ``checkpoint_ns`` and no
+    ``checkpoint_id`` (the pointer a task's ``state`` is while its subgraph is not
+    expanded), the subgraph's latest state, as LangGraph's ``get_state`` reads such a
+    config. Raises ``InvalidRequest("checkpoint_id")`` when the thread has no such
+    checkpoint, and ``InvalidRequest("checkpoint_ns")`` when the graph has no subgraph
+    there."""
+    if checkpoint_id is None and checkpoint_ns:
+        config = _subgraph_pointer(thread, checkpoint_ns)
+    else:
+        config = checkpoint_config(thread, checkpoint_id, checkpoint_ns)
     try:
         return graph_of(thread).get_state(config, subgraphs=subgraphs)
     except ValueError as exc:
@@ -68,6 +74,19 @@ def state_at(
                 "checkpoint_ns", f"Graph {thread.graph!r} has no subgraph at {checkpoint_ns!r}."
             ) from None
         raise
+
+
+def _subgraph_pointer(thread: Thread, checkpoint_ns: str) -> dict:
+    """The config of the latest checkpoint of the thread's subgraph at ``checkpoint_ns``;
+    ``InvalidRequest("checkpoint_ns")`` when it has none there."""
+    check_storable(checkpoint_ns, "checkpoint_ns")
+    if not Checkpoint.objects.filter(
+        thread_id=thread.thread_id, checkpoint_ns=checkpoint_ns
+    ).exists():
+        raise InvalidRequest(
+            "checkpoint_ns", f"Thread {thread.name!r} has no subgraph at {checkpoint_ns[:200]!r}."
+        )
+    return {"configurable": {"thread_id": thread.thread_id, "checkpoint_ns": checkpoint_ns}}
 
 
 def pending_writes(

@@ -5,8 +5,6 @@ paths and methods the API does not serve answer in JSON too."""
 
 from __future__ import annotations
 
-import json
-
 import httpx
 import pytest
 
@@ -59,7 +57,7 @@ BAD_REQUESTS = [
     ("POST", "/threads", {"thread_id": ""}, 422, "thread_id", "at least 1 character"),
     ("POST", "/threads", {"thread_id": "a/b"}, 422, "thread_id", "cannot hold '/'"),
     ("POST", "/threads", {"thread_id": ".."}, 422, "thread_id", "cannot hold '/'"),
-    ("POST", "/threads", {"thread_id": "count"}, 422, "thread_id", "'search' or 'count'"),
+    ("POST", "/threads", {"thread_id": "count"}, 422, "thread_id", "'count' or 'prune'"),
     ("POST", "/threads/search", {"offset": 2**63}, 422, "offset", "less than or equal"),
     ("GET", ON_T1 + "/runs?offset=" + "9" * 30, None, 422, "offset", "less than or equal"),
     ("POST", "/threads", {"thread_id": "a\u0000b"}, 422, "thread_id", "NUL character"),
@@ -125,7 +123,7 @@ BAD_REQUESTS = [
     ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "checkpoint_id": "{latest}"}, 422, "input", "takes no input"),
     ("POST", f"{ON_T1}/runs", {"assistant_id": "parallel_review", "input": {}}, 422, "assistant_id", "runs graph 'expense_approval'"),
     ("POST", "/threads/nope/runs", {**RUN, "input": {}}, 404, "thread_id", "not found"),
-    ("POST", "/threads/count/runs", {**RUN, "input": {}, "if_not_exists": "create"}, 422, "thread_id", "'search' or 'count'"),
+    ("POST", "/threads/count/runs", {**RUN, "input": {}, "if_not_exists": "create"}, 422, "thread_id", "'count' or 'prune'"),
     ("POST", "/threads/bare/runs", {**RUN, "command": {"resume": 1}}, 422, "command.resume", "no pending interrupt"),
     ("POST", f"{ON_T1}/runs/wait", {**RUN, "input": {"salary": 1}}, 422, "input", "Unknown input key"),
     ("POST", f"{ON_T1}/runs/stream", {**RUN, "input": {"salary": 1}}, 422, "input", "Unknown input key"),
@@ -137,21 +135,35 @@ BAD_REQUESTS = [
     ("GET", f"{ON_T1}/runs/999999/stream", None, 404, "run_id", "not found"),
     ("GET", f"{ON_T1}/runs/999999/stream?stream_mode=debug", None, 422, "stream_mode", "debug"),
     ("POST", f"{ON_T1}/runs/999999/cancel", None, 404, "run_id", "not found"),
-    ("POST", f"{ON_T1}/runs/999999/cancel?action=rollback", None, 422, "action", "not supported"),
+    ("POST", f"{ON_T1}/runs/999999/cancel?action=rollback", None, 404, "run_id", "not found"),
+    ("POST", f"{ON_T1}/runs/1/cancel?action=undo", None, 422, "action", "interrupt"),
+    ("POST", "/runs", {**RUN, "input": {}, "command": {"resume": 1}}, 422, "command", "nothing to resume"),
+    ("POST", "/runs/wait", {**RUN, "input": {}, "checkpoint_id": "{latest}"}, 422, "checkpoint_id", "no past checkpoint"),
+    ("POST", "/runs", {**RUN, "input": {}, "on_completion": "later"}, 422, "on_completion", "delete"),
+    ("POST", "/runs/stream", RUN, 422, "input", "needs an input"),
+    ("POST", "/runs/batch", [], 422, "body", "1 to 100"),
+    ("POST", "/runs/batch", [{**RUN, "input": {}}, {"assistant_id": "nope"}], 404, "1.assistant_id", "not found"),
+    ("POST", "/runs/cancel", {}, 422, "status", "thread_id and run_ids"),
+    ("POST", "/runs/cancel", {"status": "all", "thread_id": "t1"}, 422, "status", "not both"),
+    ("POST", "/runs/cancel", {"thread_id": "t1", "run_ids": ["999999"]}, 404, "run_id", "not found"),
+    ("POST", "/runs/cancel", {"thread_id": "nope", "run_ids": ["1"]}, 404, "thread_id", "not found"),
+    ("POST", "/threads/prune", {"thread_ids": "t1"}, 422, "thread_ids", "valid list"),
+    ("PATCH", f"{ON_T1}/state", {"metadata": {"a": "\u0000"}}, 422, "metadata.a", "NUL"),
+    ("GET", f"{ON_T1}/stream?stream_mode=values", None, 422, "stream_mode", "not served"),
+    ("GET", "/assistants/nested/subgraphs?recurse=maybe", None, 422, "recurse", "bool"),
 ]
 # fmt: on
 
 
 def test_bodies_must_be_json_and_not_too_large(arranged):
-    """A cross-site page can POST ``text/plain`` without a preflight; the API refuses it
-    (415), so another web page cannot drive it. An oversized body is a 413, not a 500."""
+    """A cross-site page can POST a form without a preflight; a body that is not JSON
+    and not said to be is refused (415). An oversized body is a 413, not a 500."""
     before = counts()
-    resume = {**RUN, "command": {"resume": {"decisions": [{"type": "approve"}]}}}
     sent = httpx.post(
         arranged["url"] + ON_T1 + "/runs/wait",
-        content=json.dumps(resume),
+        content="assistant_id=expense_approval",
         headers={
-            "Content-Type": "text/plain",
+            "Content-Type": "application/x-www-form-urlencoded",
             "Origin": "http://elsewhere.example",
             **arranged["headers"],
         },
@@ -202,10 +214,9 @@ def stored() -> tuple:
 # named need not exist: no route takes these requests.
 # fmt: off
 NOT_SERVED = [
-    ("POST", "/runs", 404, "POST /api/runs is not a route of this API", None),
-    ("POST", "/runs/stream", 404, "POST /api/runs/stream is not a route", None),
-    ("POST", "/runs/wait", 404, "POST /api/runs/wait is not a route", None),
     ("GET", "/", 404, "GET /api/ is not a route", None),
+    ("GET", "/runs/stream", 405, "allowed: POST.", "POST"),
+    ("POST", "/runs/nope", 404, "POST /api/runs/nope is not a route", None),
     ("GET", "/threads/t1/nope", 404, "GET /api/threads/t1/nope is not a route", None),
     ("PUT", "/threads/t1", 405, "PUT is not allowed on /api/threads/t1; allowed: DELETE, GET, PATCH.", "DELETE, GET, PATCH"),
     ("GET", "/threads/count", 405, "allowed: POST.", "POST"),

@@ -132,6 +132,7 @@ def test_console_access(world, name):
 
 # (method, path, body, whether it acts, whether it names a thread)
 T = "/api/threads/{thread}"
+STATELESS = {"assistant_id": "expense_approval", "input": {"employee": "x", "amount": 1}}
 API = [
     ("POST", "/api/assistants/search", {}, False, False),
     ("GET", "/api/assistants/{assistant_id}", None, False, False),
@@ -189,7 +190,24 @@ API = [
     ("DELETE", "/api/store/items", {"namespace": ["notes"], "key": "k"}, True, False),
     ("POST", "/api/store/items/search", {}, False, False),
     ("POST", "/api/store/namespaces", {}, False, False),
+    ("POST", "/api/assistants/count", {}, False, False),
+    ("GET", "/api/assistants/{assistant_id}/graph", None, False, False),
+    ("GET", "/api/assistants/{assistant_id}/schemas", None, False, False),
+    ("GET", "/api/assistants/{assistant_id}/subgraphs", None, False, False),
+    ("GET", "/api/assistants/{assistant_id}/subgraphs/{namespace}", None, False, False),
+    ("POST", "/api/threads/prune", {"thread_ids": ["x"]}, True, False),
+    ("POST", T + "/copy", None, True, True),
+    ("PATCH", T + "/state", {"metadata": {"team": "x"}}, True, True),
+    ("GET", T + "/stream", None, False, True),
+    ("DELETE", T + "/runs/{run}", None, True, True),
+    ("POST", "/api/runs", STATELESS, True, False),
+    ("POST", "/api/runs/wait", STATELESS, True, False),
+    ("POST", "/api/runs/stream", STATELESS, True, False),
+    ("POST", "/api/runs/batch", [STATELESS], True, False),
+    ("POST", "/api/runs/cancel", {"status": "pending"}, True, False),
 ]
+# What the Agent Server serves outside its authenticated routes.
+WITHOUT_A_KEY = [("GET", "/api/info"), ("GET", "/api/ok")]
 
 
 def test_the_matrix_lists_every_api_route():
@@ -200,7 +218,14 @@ def test_the_matrix_lists_every_api_route():
         for method in methods
     }
     listed = {(m, p.replace("{checkpoint}", "{checkpoint_id}").split("?")[0]) for m, p, *_ in API}
-    assert routes == listed
+    assert routes == listed | set(WITHOUT_A_KEY)
+
+
+@pytest.mark.parametrize(("method", "path"), WITHOUT_A_KEY)
+def test_info_routes_answer_without_a_key_and_say_nothing_of_a_tenant(world, method, path):
+    answer = Client().generic(method, path)
+    assert answer.status_code == 200
+    assert world["thread"].name not in answer.content.decode()
 
 
 def api_path(path: str, world: dict) -> str:
@@ -210,6 +235,7 @@ def api_path(path: str, world: dict) -> str:
         checkpoint=world["checkpoint"],
         checkpoint_id=world["checkpoint"],
         assistant_id="expense_approval",
+        namespace="validate",
     )
 
 
