@@ -251,6 +251,7 @@ DURABLE_GRAPHS = {
     "fault_tolerance": "examples.fault_tolerance.build_graph",
     "email_reply": "examples.email_reply.build_graph",
     "preferences": "examples.preferences.build_graph",
+    "chat": "examples.chat.build_graph",
 }
 # More graphs from the environment, "name=dotted.path,name=dotted.path": the tests
 # register theirs this way, in their own process and in the workers they start.

@@ -127,6 +127,7 @@ def start(
     multitask_strategy: str = "reject",
     requested_by: Any = None,
     tenant: Tenant | None = None,
+    stream_modes: list[str] | None = None,
 ) -> Run:
     """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
     channels) on a new thread of ``tenant`` (default: ``Tenant.default()``), or on its
@@ -135,10 +136,12 @@ def start(
     ``metadata`` (a JSON object) is kept on the Run and added to the metadata of every
     checkpoint the run writes. ``durability`` is LangGraph's ``sync | async | exit``.
     ``requested_by`` is a user (its username is kept) or a string naming the caller.
-    Returns the pending Run (kind ``start``)."""
+    ``stream_modes`` (``checks.STREAM_MODES``) are recorded as the run's events beside
+    those the engine always records (``durable.engine.execution``), so that its followers
+    can replay them. Returns the pending Run (kind ``start``)."""
     compiled = compiled_graph(graph)
     check_input(compiled, input)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     if name is not None:
         name = checked_name(name)
     tenant = tenant or Tenant.default()
@@ -171,6 +174,7 @@ def resume(
     durability: str = "async",
     multitask_strategy: str = "reject",
     requested_by: Any = None,
+    stream_modes: list[str] | None = None,
 ) -> Run:
     """Answer the thread's pending interrupt(s) with a ``resume`` run.
 
@@ -186,7 +190,7 @@ def resume(
             "resume", f"Thread {thread.name!r} has no pending interrupt to resume."
         )
     command = resume_command(pending, value, answers)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     with transaction.atomic():
         created = _submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
         decided = audit.answered(pending, command["resume"], by_id=answers is not None)
@@ -324,6 +328,7 @@ def replay(
     durability: str = "async",
     multitask_strategy: str = "reject",
     requested_by: Any = None,
+    stream_modes: list[str] | None = None,
 ) -> Run:
     """Run the thread again from one of its checkpoints: a ``replay`` run streams input
     ``None`` with that checkpoint's config, so everything after it executes again (LLM
@@ -331,7 +336,7 @@ def replay(
     ``InvalidRequest("checkpoint_id")`` for a checkpoint that is not the thread's; other
     errors as for ``start``."""
     checkpoint_config(thread, checkpoint_id)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     with transaction.atomic():
         thread = lock_thread(thread)
         _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
@@ -348,6 +353,7 @@ def answer_again(
     metadata: dict | None = None,
     durability: str = "async",
     requested_by: Any = None,
+    stream_modes: list[str] | None = None,
 ) -> Run:
     """Answer, differently, an interrupt that was already answered: fork at the
     interrupted checkpoint, then resume the fork, so the old branch stays as it was.
@@ -372,7 +378,7 @@ def answer_again(
             "checkpoint_id", f"Checkpoint {checkpoint_id!r} has no interrupt to answer."
         )
     command = resume_command(pending, value, answers)
-    options = run_options(metadata, durability, "reject", requested_by)
+    options = run_options(metadata, durability, "reject", requested_by, stream_modes)
     with transaction.atomic():
         thread = lock_thread(thread)
         _refuse_if_busy(thread, "fork")

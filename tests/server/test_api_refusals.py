@@ -108,7 +108,7 @@ BAD_REQUESTS = [
     ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "command": {"resume": 1}}, 422, "input", "either input or command"),
     ("POST", f"{ON_T1}/runs", {**RUN, "command": {"goto": "pay"}}, 422, "command.goto", "not supported"),
     ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "config": {}}, 422, "config", "not supported"),
-    ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "stream_mode": "messages"}, 422, "stream_mode", "messages"),
+    ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "stream_mode": ["values", "tokens"]}, 422, "stream_mode", "'tokens'"),
     ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "durability": "forever"}, 422, "durability", "'sync'"),
     ("POST", f"{ON_T1}/runs", {**RUN, "input": {}, "multitask_strategy": "x"}, 422, "multitask_strategy", "'reject'"),
     ("POST", f"{ON_T1}/runs", '{"assistant_id": "expense_approval", "input": {}, "metadata": {"x": Infinity}}', 422, "metadata", "NaN or Infinity"),
@@ -126,7 +126,7 @@ BAD_REQUESTS = [
     ("GET", f"{ON_T1}/runs/{'9' * 40}", None, 404, "run_id", "not found"),
     ("GET", f"{ON_T1}/runs/999999/join", None, 404, "run_id", "not found"),
     ("GET", f"{ON_T1}/runs/999999/stream", None, 404, "run_id", "not found"),
-    ("GET", f"{ON_T1}/runs/999999/stream?stream_mode=debug", None, 422, "stream_mode", "debug"),
+    ("GET", f"{ON_T1}/runs/999999/stream?stream_mode=tokens", None, 422, "stream_mode", "'tokens'"),
     ("POST", f"{ON_T1}/runs/999999/cancel", None, 404, "run_id", "not found"),
     ("POST", f"{ON_T1}/runs/999999/cancel?action=rollback", None, 422, "action", "not supported"),
 ]
