@@ -23,9 +23,17 @@ is a 422 naming where it is. A ``thread_id`` is 1 to 255 characters, in a body o
 
 Not served: stateless runs (``POST /runs`` and the like: 404), ``config``, ``context``,
 ``interrupt_before``/``interrupt_after``, webhooks, thread TTLs, ``values`` filters on
-threads, ``cancel`` with ``action=rollback``, stream modes other than
-values/updates/custom/tasks (refused with 422 naming the field when sent); there are no
-cron routes.
+threads, ``cancel`` with ``action=rollback`` (refused with 422 naming the field when
+sent); there are no cron routes.
+
+Streams carry every stream mode of the Agent Server, in its event shapes: ``values``
+(the whole state after each super-step), ``updates``, ``custom``, ``tasks``,
+``messages-tuple`` (``event: messages``, ``[chunk, metadata]``), ``messages``
+(``messages/metadata``, ``messages/partial``, ``messages/complete``), ``events``
+(``astream_events`` v2 records), ``debug`` and ``checkpoints``; ``mode|ns`` for a
+subgraph's with ``stream_subgraphs``. A run records the modes it was created with (a
+background run's default: ``values``), and a join or a reconnect (``Last-Event-ID``)
+replays them; a mode it did not record gives no events.
 
 Every request carries a tenant's API token in the ``x-api-key`` header
 (``langgraph-sdk``'s ``api_key``): 401 without a valid one. The token's tenant scopes
