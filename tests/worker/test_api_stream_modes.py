@@ -13,6 +13,7 @@ from langgraph_sdk import get_sync_client
 
 from durable.models import Run, RunEvent
 from examples.chat import reply_to
+from tests.helpers.threads import EXPENSE
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -85,6 +86,12 @@ def test_a_chat_turn_as_agent_chat_ui_streams_it(client, worker):
     [first], [last] = gathered[2].data, gathered[-1].data
     assert first["content"] == tokens[0][0]["content"]
     assert (last["id"], last["type"], last["content"]) == (ai["id"], "ai", reply_to("hi"))
+    # A reconnect gets the message so far, its chunks before the cut added up.
+    cut = gathered[4]
+    resumed = client.runs.join_stream(
+        thread_id, run_id, stream_mode="messages", last_event_id=cut.id
+    )
+    assert [(p.event, p.data) for p in resumed] == [(p.event, p.data) for p in gathered[5:]]
 
     # A mode the run did not record gives nothing, as the Agent Server's join.
     assert [p.event for p in client.runs.join_stream(thread_id, run_id, stream_mode="events")] == [
@@ -147,3 +154,17 @@ def test_events_debug_and_checkpoints(client, worker):
     assert {d["type"] for d in debug} == {"checkpoint", "task", "task_result"}
     assert [d["payload"]["name"] for d in debug if d["type"] == "task"] == ["respond"]
     assert "values" not in {p.event for p in parts}  # not asked: not sent
+
+
+def test_a_resume_streamed_with_events_as_agent_inbox_sends_it(client, worker):
+    thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(thread_id, "expense_approval", input=EXPENSE)
+    approve = {"resume": {"decisions": [{"type": "approve"}]}}
+    parts = list(
+        client.runs.stream(thread_id, "expense_approval", command=approve, stream_mode="events")
+    )
+    assert {p.event for p in parts} == {"metadata", "events"}
+    started = [p.data["name"] for p in parts if p.data.get("event") == "on_chain_start"]
+    assert started[0] == "expense_approval"  # the graph, then each node as it starts
+    assert "pay" in started
+    assert client.threads.get(thread_id)["values"]["status"] == "paid"
