@@ -10,6 +10,12 @@
    ``DjangoSaver`` in this process. A run's cost is its time in the worker (claimed to
    ended: lease, events, outcome and the graph itself); the ratio is its median over
    ``graph.invoke``'s. Target: at most 1.15.
+3. Stream modes: one run at a time of ``examples/chat.py`` (a node whose fake chat model
+   streams a 16-word reply, 31 chunks), taking turns: asked for no stream mode (what the
+   engine records of every run: ``updates``, ``custom``, ``tasks``), asked for ``values``
+   (a background run's default in the API), for Agent Chat UI's ``values``,
+   ``messages-tuple`` and ``custom``, and for ``events``. Prints each one's median time
+   in the worker and the median of its ratios over the first, round by round.
 """
 
 from __future__ import annotations
@@ -139,6 +145,40 @@ def overhead(rounds: int) -> dict[str, float]:
     }
 
 
+CHAT = {"messages": [{"type": "human", "content": "hi"}]}
+CHAT_UI_MODES = ["values", "messages-tuple", "custom"]
+
+
+def stream_modes_cost(rounds: int) -> dict[str, float]:
+    from durable import engine
+
+    asked = {
+        "no stream mode": None,
+        "values": ["values"],
+        "messages-tuple": CHAT_UI_MODES,
+        "events": ["events"],
+    }
+    times: dict[str, list[float]] = {name: [] for name in asked}
+    names = list(asked)
+    for i in range(rounds):
+        # Each round starts with the next one, so that none is always first after a pause.
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            run = engine.start("chat", CHAT, stream_modes=asked[name])
+            wait_all([run.pk])
+            run.refresh_from_db()
+            times[name].append((run.ended_at - run.started_at).total_seconds())
+    base = times["no stream mode"][3:]
+    results = {}
+    for name, taken in times.items():
+        results[f"chat run, {name}, median (ms)"] = 1000 * statistics.median(taken[3:])
+    # Each round's runs follow one another: the ratio is taken round by round, so that
+    # the machine's drift between rounds cancels out.
+    for name in names[1:]:
+        ratios = [mine / theirs for mine, theirs in zip(times[name][3:], base, strict=True)]
+        results[f"chat run, {name} / no stream mode (ratio)"] = statistics.median(ratios)
+    return results
+
+
 def main() -> None:
     from bench_saver import prepare
 
@@ -160,7 +200,7 @@ def main() -> None:
     connection.ensure_connection()
     try:
         throughput(20)  # warm both workers up: imports, compiled graph, pools
-        results = throughput(args.runs) | overhead(60)
+        results = throughput(args.runs) | overhead(60) | stream_modes_cost(60)
     finally:
         for worker in workers:
             worker.terminate()

@@ -254,6 +254,7 @@ DURABLE_GRAPHS = {
     "email_reply": "examples.email_reply.build_graph",
     "preferences": "examples.preferences.build_graph",
     "approval_chat": "examples.approval_chat.build_graph",
+    "chat": "examples.chat.build_graph",
 }
 # More graphs from the environment, "name=dotted.path,name=dotted.path": the tests
 # register theirs this way, in their own process and in the workers they start.

@@ -45,8 +45,12 @@ def response(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
 def last_event_id(request) -> int:
     """The seq a reconnecting client already has: its ``Last-Event-ID`` header (sent by
     browsers' EventSource and the SDK on reconnect), else the ``after`` query
-    parameter, else 0. Raises ``ValueError`` for one that is not a whole number."""
+    parameter, else 0. ``-1`` is 0 too: the JS SDK's ``joinStream`` sends it to replay
+    a run from its start (the Agent Server's stream ids). Raises ``ValueError`` for one
+    that is not a whole number."""
     value = request.headers.get("Last-Event-ID") or request.GET.get("after") or "0"
+    if value == "-1":
+        return 0
     if not value.isdigit():
         raise ValueError(f"Last-Event-ID must be an event id (a whole number), not {value!r}.")
     return int(value)

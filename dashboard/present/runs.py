@@ -38,8 +38,9 @@ def _task_finished(data: dict) -> bool:
 
 def describe(event: RunEvent) -> dict:
     """One event for the page: ``seq``, ``time``, ``kind`` (lifecycle, started,
-    finished, failed, interrupted, update, custom), ``what`` (a sentence), ``ns`` and
-    ``data`` (the JSON, shown on demand)."""
+    finished, failed, interrupted, update, custom; or the stream mode an API client
+    asked the run to record: values, token, events, debug, checkpoints), ``what`` (a
+    sentence), ``ns`` and ``data`` (the JSON, shown on demand)."""
     kind, what = _summary(event.event, event.data)
     return {
         "seq": event.seq,
@@ -75,6 +76,25 @@ def _summary(event: str, data) -> tuple[str, str]:
         return "update", "; ".join(parts) or "update"
     if event == "custom":
         return "custom", json.dumps(data, ensure_ascii=False, default=str)[:200]
+    return _recorded_for_clients(event, data)
+
+
+def _recorded_for_clients(event: str, data) -> tuple[str, str]:
+    """The modes a run records because an API client asked for them
+    (``durable.api.streaming``), in words; anything else by its name."""
+    if event == "values":
+        return "values", "the whole state after a step"
+    if event == "messages" and isinstance(data, list) and len(data) == 2:
+        message, metadata = data
+        if isinstance(message, dict) and isinstance(metadata, dict):
+            text = json.dumps(message.get("content", ""), ensure_ascii=False, default=str)
+            return "token", f"{metadata.get('langgraph_node', '?')} streamed {text[:200]}"
+    if event == "events" and isinstance(data, dict):
+        return "events", f"{data.get('event', '?')} {data.get('name', '')}".strip()
+    if event == "debug" and isinstance(data, dict):
+        return "debug", f"debug {data.get('type', '?')}"
+    if event == "checkpoints" and isinstance(data, dict):
+        return "checkpoints", "checkpoint saved"
     return event, event
 
 

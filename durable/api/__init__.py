@@ -38,13 +38,22 @@ names or ``{"node", "input"}`` sends) and ``update``, beside an empty ``input``;
 ``resume`` on a thread with next tasks but no interrupt goes to the next ``interrupt()``
 that runs, and is refused only when nothing would run.
 
-Not served: thread TTLs, ``values`` filters on threads, stream modes other than
-values/updates/custom/tasks (refused with 422 naming the field when sent); there are no
-cron routes. Stateless runs (``POST /runs``, ``/runs/wait``, ``/runs/stream``,
-``/runs/batch``) each run on a thread of their own, deleted once the run has ended unless
-``on_completion`` is ``keep``. A run cancelled with ``action=interrupt`` reports status
-``interrupted``, as the Agent Server's does; with ``action=rollback`` it and its
-checkpoints are deleted.
+Not served: thread TTLs, ``values`` filters on threads (refused with 422 naming the
+field when sent); there are no cron routes.
+
+Stateless runs (``POST /runs``, ``/runs/wait``, ``/runs/stream``, ``/runs/batch``) each
+run on a thread of their own, deleted once the run has ended unless ``on_completion`` is
+``keep``. A run cancelled with ``action=interrupt`` reports status ``interrupted``, as the
+Agent Server's does; with ``action=rollback`` it and its checkpoints are deleted.
+
+Streams carry every stream mode of the Agent Server, in its event shapes: ``values``
+(the whole state after each super-step), ``updates``, ``custom``, ``tasks``,
+``messages-tuple`` (``event: messages``, ``[chunk, metadata]``), ``messages``
+(``messages/metadata``, ``messages/partial``, ``messages/complete``), ``events``
+(``astream_events`` v2 records), ``debug`` and ``checkpoints``; ``mode|ns`` for a
+subgraph's with ``stream_subgraphs``. A run records the modes it was created with (a
+background run's default: ``values``), and a join or a reconnect (``Last-Event-ID``)
+replays them; a mode it did not record gives no events.
 
 Every request carries a tenant's API token in the ``x-api-key`` header
 (``langgraph-sdk``'s ``api_key``): 401 without a valid one; ``GET /info`` and

@@ -14,10 +14,11 @@ from django.urls import reverse
 from ninja import Query, Router
 
 from durable import engine, sse
-from durable.api import access, shapes
+from durable.api import access, shapes, streaming
 from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError, json_response
 from durable.api.schemas import (
+    JOIN_MODES,
     CancelQuery,
     JoinStreamQuery,
     RunCreate,
@@ -41,6 +42,7 @@ def _options(request: HttpRequest, body: RunCreate) -> dict:
         "durability": body.chosen_durability(),
         "multitask_strategy": body.multitask_strategy,
         "requested_by": caller(request),
+        "stream_modes": body.modes(),
     }
 
 
@@ -206,31 +208,40 @@ async def wait_run(request, thread_id: ThreadId, body: RunCreate):
 def _stream_response(request, run: Run, modes: list[str], subgraphs: bool, after: int):
     """The run's events in the Agent Server's SSE format, from the shared event source."""
     query = urlencode([("stream_mode", m) for m in modes] + [("stream_subgraphs", subgraphs)])
-    response = sse.response(_sdk_events(run.pk, modes, subgraphs, after))
-    # Where the SDK reconnects (with Last-Event-ID) if the stream is cut, and the run.
-    response["Location"] = request.build_absolute_uri(f"{_run_path(run)}/stream?{query}")
+    response = sse.response(_sdk_events(run.pk, modes, subgraphs, after, run.stream_modes))
+    # Where the SDK reconnects (with Last-Event-ID) if the stream is cut: a path under the
+    # API's root, as the Agent Server's, which both SDKs resolve against their base URL.
+    path = _run_path(run).removeprefix(reverse("api:api-root").rstrip("/"))
+    response["Location"] = f"{path}/stream?{query}"
     return _located(response, run)
 
 
-async def _sdk_events(run_id: int, modes: list[str], subgraphs: bool, after: int):
-    """``metadata`` first; then each recorded chunk of a wanted mode as ``event: mode``
-    (``mode|ns`` for a subgraph's, with ``stream_subgraphs``) with ``id: seq``; when the
-    run has ended, ``values`` (the thread's values, with ``__interrupt__``) and, for a
-    failed run, ``error``."""
+async def _sdk_events(
+    run_id: int, modes: list[str], subgraphs: bool, after: int, recorded: list[str] = ()
+):
+    """``metadata`` first; then the recorded events of the wanted modes, shaped as the
+    Agent Server's (``durable.api.streaming``), each with ``id: seq``; when the run has
+    ended, ``error`` for a failed run, and, for a run that did not record ``values``
+    after each super-step (``recorded``, its ``stream_modes``), ``values``: the
+    thread's values, with ``__interrupt__``."""
+    shaper = streaming.Shaper(modes, subgraphs)
     if after == 0:
         yield sse.event("metadata", {"run_id": str(run_id), "attempt": 1})
-    async for item in follow.follow(run_id, after):
+    # A reconnect in ``messages`` mode reads the messages' earlier chunks again, to add
+    # them up, and sends what came after its event.
+    async for item in follow.follow(run_id, 0 if shaper.replays_messages else after):
         if isinstance(item, follow.Event):
-            if item.event in modes and (subgraphs or not item.ns):
-                name = f"{item.event}|{item.ns}" if item.ns else item.event
-                yield sse.event(name, item.data, id=item.seq)
+            shaped = shaper.shape(item)
+            if item.seq > after:
+                for i, (name, data) in enumerate(shaped, 1):
+                    yield sse.event(name, data, id=item.seq if i == len(shaped) else None)
         elif isinstance(item, follow.Keepalive):
             yield sse.KEEPALIVE
         else:
             output = await borrow(_output, run_id)
             if "__error__" in output:
                 yield sse.event("error", output["__error__"])
-            elif "values" in modes:
+            elif "values" in modes and "values" not in recorded:
                 yield sse.event("values", output)
 
 
@@ -302,15 +313,26 @@ async def join_run(request, thread_id: ThreadId, run_id: str):
 @runs.get("/{thread_id}/runs/{run_id}/stream", summary="Stream a run's events (SSE)")
 async def join_stream(request, thread_id: ThreadId, run_id: str, query: Query[JoinStreamQuery]):
     """The run's events as server-sent events, from the start or, on reconnect, after
-    the ``Last-Event-ID`` header's event; the stream ends when the run has. Modes:
-    ``stream_mode`` (repeatable; default all of values, updates, custom, tasks). With
-    ``cancel_on_disconnect``, a client that goes away first cancels the run."""
+    the ``Last-Event-ID`` header's event (``-1``: from the start, as the JS SDK asks
+    after a page reload); the stream ends when the run has.
+
+    Modes: ``stream_mode`` (repeatable; default: those the run was created with, or,
+    for a run created with none, values, updates, custom and tasks). A run records what
+    it was asked for when it was created (its ``stream_mode``; a background run's
+    default is ``values``), and always ``updates``, ``custom`` and ``tasks``; a mode
+    it did not record gives no events here, as the Agent Server's join gives none of a
+    mode its run did not stream (the SDK's ``join_stream``: "must be a subset of the
+    stream modes passed when creating the run"); ``messages`` and ``messages-tuple``
+    are two shapes of the same records. ``values`` of a run that did not record them
+    come once, when the run ends: the thread's values. With ``cancel_on_disconnect``, a
+    client that goes away first cancels the run."""
     try:
         after = sse.last_event_id(request)
     except ValueError as exc:
         raise ApiError(422, str(exc), "Last-Event-ID") from None
     modes = stream_modes(query.stream_mode)
     run = await borrow(access.run, request, thread_id, run_id)
+    modes = modes or run.stream_modes or list(JOIN_MODES)
     response = _stream_response(request, run, modes, query.stream_subgraphs, after)
     if query.cancel_on_disconnect:
         return _cancel_on_disconnect(request, response, run)

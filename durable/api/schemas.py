@@ -13,15 +13,18 @@ from pydantic import AfterValidator, AliasChoices, ConfigDict
 from pydantic_core import PydanticCustomError
 
 from durable.api.errors import ApiError, BodyNotJSON
+from durable.engine import checks
 from durable.models import THREAD_ID_MAX_LENGTH
 from durable.persistence.text import UnstorableText, check_text, text_problem, walk
 
 # The largest offset a database takes (PostgreSQL's OFFSET is a bigint).
 MAX_OFFSET = 2**63 - 1
 
-# What a run's stream can carry: the modes workers record as RunEvents, and ``values``,
-# the thread's values once the run ends (workers record updates, not whole states).
-STREAM_MODES = ("values", "updates", "custom", "tasks")
+# What a run's stream can carry, as the Agent Server names the modes: those a run can be
+# asked to record (``durable.engine.checks``). A join of a run that was asked for none
+# (one the console started) carries ``JOIN_MODES`` unless it asks for others.
+STREAM_MODES = checks.STREAM_MODES
+JOIN_MODES = ("values", "updates", "custom", "tasks")
 
 
 class JSONParser(Parser):
@@ -298,14 +301,14 @@ class RunsCancel(Strict):
 
 
 def stream_modes(stream_mode: str | list[str] | None) -> list[str]:
-    """The stream modes asked for (all of ``STREAM_MODES`` when none is); 422 for one
-    this server does not record."""
+    """The stream modes asked for, each once, in order (``[]`` when none is); 422 naming
+    ``stream_mode`` for one that is not in ``STREAM_MODES``."""
     modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode or [])
-    modes = [m for m in modes if m] or list(STREAM_MODES)
+    modes = list(dict.fromkeys(m for m in modes if m))
     if unknown := [m for m in modes if m not in STREAM_MODES]:
         raise ApiError(
             422,
-            f"Stream mode(s) {', '.join(unknown)} are not recorded; "
+            f"Unknown stream mode(s) {', '.join(map(repr, unknown))}; "
             f"choose from {', '.join(STREAM_MODES)}.",
             "stream_mode",
         )

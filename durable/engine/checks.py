@@ -34,18 +34,32 @@ MAX_JSON_DEPTH = 100
 # how long each may be (a jsonschema message quotes the value at fault).
 MAX_SCHEMA_PROBLEMS = 3
 MAX_PROBLEM_LENGTH = 200
+# The stream modes a run can be asked to record, as the Agent Server names them
+# (``langgraph_api/schema.py``, ``StreamMode``): LangGraph's own (``langgraph/types.py``),
+# ``messages-tuple`` (LangGraph's ``messages`` chunks as they come) and ``events``
+# (``astream_events`` v2 records).
+STREAM_MODES = (
+    "values",
+    "updates",
+    "custom",
+    "tasks",
+    "messages",
+    "messages-tuple",
+    "events",
+    "debug",
+    "checkpoints",
+)
 
 
 class InvalidRequest(ValueError):
     """A request that was refused before anything changed. ``field`` names the input at
-    fault: ``graph``, ``thread``, ``name``, ``input``, ``resume``, ``answers``, ``checkpoint_id``,
-    ``values``, ``as_node``, ``metadata``, ``durability``, ``multitask_strategy``,
-    ``requested_by``, ``run`` or ``checkpoint_ns``; for a run's options and commands
-    (``durable.engine.options``) ``config``, ``context``, ``interrupt_before``,
-    ``interrupt_after``, ``after_seconds``, ``webhook``, ``goto`` or ``update``; or a path
-    below one of them
-    (``input.employee``) for text the database cannot hold; ``message`` says what is
-    wrong in words."""
+    fault: ``graph``, ``thread``, ``name``, ``input``, ``resume``, ``answers``,
+    ``checkpoint_id``, ``values``, ``as_node``, ``metadata``, ``durability``,
+    ``multitask_strategy``, ``requested_by``, ``stream_mode``, ``run`` or ``checkpoint_ns``;
+    for a run's options and commands (``durable.engine.options``) ``config``, ``context``,
+    ``interrupt_before``, ``interrupt_after``, ``after_seconds``, ``webhook``, ``goto`` or
+    ``update``; or a path below one of them (``input.employee``) for text the database
+    cannot hold; ``message`` says what is wrong in words."""
 
     def __init__(self, field: str, message: str):
         super().__init__(message)
@@ -258,7 +272,7 @@ def _validator(schema: dict):
     return validator
 
 
-def run_options(metadata, durability, multitask_strategy, requested_by) -> dict:
+def run_options(metadata, durability, multitask_strategy, requested_by, stream_modes=None) -> dict:
     if durability not in DURABILITIES:
         raise InvalidRequest(
             "durability",
@@ -275,7 +289,24 @@ def run_options(metadata, durability, multitask_strategy, requested_by) -> dict:
         "durability": durability,
         "multitask_strategy": multitask_strategy,
         "requested_by": actor(requested_by),
+        "stream_modes": checked_stream_modes(stream_modes),
     }
+
+
+def checked_stream_modes(stream_modes: Any) -> list[str]:
+    """The stream modes a run records beside its own (``STREAM_MODES``), each once, in
+    the order given; none (``None`` or ``[]``) records only what the engine needs."""
+    if stream_modes is None:
+        return []
+    if not isinstance(stream_modes, (list, tuple)):
+        raise InvalidRequest("stream_mode", "stream_mode must be a list of stream modes.")
+    if unknown := [m for m in stream_modes if m not in STREAM_MODES]:
+        raise InvalidRequest(
+            "stream_mode",
+            f"Unknown stream mode(s) {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(STREAM_MODES)}.",
+        )
+    return list(dict.fromkeys(stream_modes))
 
 
 def checked_metadata(metadata: Any) -> dict:

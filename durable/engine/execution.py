@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -41,7 +42,12 @@ from durable.values import jsonable
 
 logger = logging.getLogger(__name__)
 
+# What every run records, whatever its followers asked: the outcome is read from
+# ``updates`` and ``tasks`` (``_note``), and the console shows ``custom`` progress. The
+# modes a run was asked for (``Run.stream_modes``) come on top (``langgraph_modes``).
 STREAM_MODES = ["updates", "custom", "tasks"]
+# The RunEvent of an ``astream_events`` v2 record, and the mode that asks for them.
+EVENTS = "events"
 # LangGraph's names (langgraph/_internal/_constants.py): the key of an ``updates`` chunk
 # that carries interrupts, and the trigger of a task sent with ``Send``.
 INTERRUPT = "__interrupt__"
@@ -221,7 +227,7 @@ class _Execution:
         which costs less per super-step."""
         config = self._config(checkpoint_id)
         options = {
-            "stream_mode": STREAM_MODES,
+            "stream_mode": langgraph_modes(self.run.stream_modes),
             "subgraphs": True,
             "durability": self.run.durability,
             "control": self.control,
@@ -235,6 +241,9 @@ class _Execution:
         self.at_breakpoint = False
         self._task_rank.clear()
         self._interrupt_rank.clear()
+        if EVENTS in self.run.stream_modes:
+            async_to_sync(self._astream_events)(payload, config, options)
+            return
         if _has_timeouts(self.registered):
             async_to_sync(self._astream)(payload, config, options)
             return
@@ -248,10 +257,34 @@ class _Execution:
         async for namespace, mode, chunk in self.graph.astream(payload, config, **options):
             await on_chunk(namespace, mode, chunk)
 
+    async def _astream_events(self, payload: Any, config: dict, options: dict) -> None:
+        """Stream through ``astream_events`` (version v2), as the Agent Server does for a
+        run asked for ``events``: the graph's own stream chunks come back as
+        ``on_chain_stream`` records of the root run (the ``run_id`` given in its config)
+        and are handled as chunks; every other record, a hidden one aside
+        (``langsmith:hidden``), is kept as an ``events`` RunEvent."""
+        root = uuid.uuid4()
+        on_record = sync_to_async(self._on_record)
+        stream = self.graph.astream_events(
+            payload, {**config, "run_id": root}, version="v2", **options
+        )
+        async for record in stream:
+            await on_record(record, str(root))
+
+    def _on_record(self, record: dict, root: str) -> None:
+        if record["event"] == "on_chain_stream" and record["run_id"] == root:
+            self._on_chunk(*record["data"]["chunk"])
+        elif "langsmith:hidden" not in (record.get("tags") or ()):
+            self._record(EVENTS, record, "")
+
     def _on_chunk(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
         if not namespace:
             self._note(mode, chunk)
-        self.events.add(mode, chunk, "|".join(namespace))
+        self._record(mode, chunk, "|".join(namespace))
+
+    def _record(self, event: str, data: Any, ns: str) -> None:
+        """Buffer a RunEvent, writing the buffer when it is due and renewing the lease."""
+        self.events.add(event, data, ns)
         try:
             if self.events.due():
                 self.events.flush()
@@ -383,6 +416,19 @@ def _ended_event(status: str, fields: dict) -> dict:
     if fields.get("error_type"):
         data.update(error=fields["error_type"], node=fields.get("error_node", ""))
     return data
+
+
+def langgraph_modes(recorded: list[str]) -> list[str]:
+    """What a run asks of LangGraph's stream: ``STREAM_MODES``, and the modes it was
+    asked to record (``checks.STREAM_MODES``) as LangGraph names them: ``messages-tuple``
+    is LangGraph's ``messages`` (the API shapes its chunks either way); ``events`` is no
+    stream mode but ``astream_events``'s records (``_astream_events``)."""
+    modes = list(STREAM_MODES)
+    for mode in recorded:
+        mode = "messages" if mode == "messages-tuple" else mode
+        if mode != EVENTS and mode not in modes:
+            modes.append(mode)
+    return modes
 
 
 # Cached on the registry's compiled graph, not on a run's copy of it (``thread_graph``):

@@ -128,6 +128,7 @@ def start(
     multitask_strategy: str = "reject",
     requested_by: Any = None,
     tenant: Tenant | None = None,
+    stream_modes: list[str] | None = None,
     **asked: Any,
 ) -> Run:
     """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
@@ -139,13 +140,15 @@ def start(
     ``metadata`` (a JSON object) is kept on the Run and added to the metadata of every
     checkpoint the run writes. ``durability`` is LangGraph's ``sync | async | exit``.
     ``requested_by`` is a user (its username is kept) or a string naming the caller.
-    ``asked``: ``config``, ``context``, ``interrupt_before``, ``interrupt_after``,
-    ``after_seconds``, ``webhook`` (``durable.engine.options.graph_options``).
-    Returns the pending Run (kind ``start``)."""
+    ``stream_modes`` (``checks.STREAM_MODES``) are recorded as the run's events beside
+    those the engine always records (``durable.engine.execution``), so that its followers
+    can replay them. ``asked``: ``config``, ``context``, ``interrupt_before``,
+    ``interrupt_after``, ``after_seconds``, ``webhook``
+    (``durable.engine.options.graph_options``). Returns the pending Run (kind ``start``)."""
     compiled = compiled_graph(graph)
     if input is not None or name is None:
         check_input(compiled, input)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     options |= graph_options(compiled, **asked)
     if name is not None:
         name = checked_name(name)
@@ -185,6 +188,7 @@ def resume(
     requested_by: Any = None,
     goto: Any = None,
     update: Any = None,
+    stream_modes: list[str] | None = None,
     **asked: Any,
 ) -> Run:
     """Answer the thread's pending interrupt(s) with a ``resume`` run, which streams
@@ -204,7 +208,7 @@ def resume(
     compiled = graph_of(thread) if thread.graph or goto or update else None
     state = thread_state(thread)
     command = command_for(compiled, state, thread.name, value, answers, goto, update)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     options |= graph_options(compiled, **asked)
     with transaction.atomic():
         created = _submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
@@ -346,6 +350,7 @@ def replay(
     durability: str = "async",
     multitask_strategy: str = "reject",
     requested_by: Any = None,
+    stream_modes: list[str] | None = None,
 ) -> Run:
     """Run the thread again from one of its checkpoints: a ``replay`` run streams input
     ``None`` with that checkpoint's config, so everything after it executes again (LLM
@@ -353,7 +358,7 @@ def replay(
     ``InvalidRequest("checkpoint_id")`` for a checkpoint that is not the thread's; other
     errors as for ``start``."""
     checkpoint_config(thread, checkpoint_id)
-    options = run_options(metadata, durability, multitask_strategy, requested_by)
+    options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     with transaction.atomic():
         thread = lock_thread(thread)
         _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
@@ -370,6 +375,7 @@ def answer_again(
     metadata: dict | None = None,
     durability: str = "async",
     requested_by: Any = None,
+    stream_modes: list[str] | None = None,
 ) -> Run:
     """Answer, differently, an interrupt that was already answered: fork at the
     interrupted checkpoint, then resume the fork, so the old branch stays as it was.
@@ -394,7 +400,7 @@ def answer_again(
             "checkpoint_id", f"Checkpoint {checkpoint_id!r} has no interrupt to answer."
         )
     command = resume_command(pending, value, answers)
-    options = run_options(metadata, durability, "reject", requested_by)
+    options = run_options(metadata, durability, "reject", requested_by, stream_modes)
     with transaction.atomic():
         thread = lock_thread(thread)
         _refuse_if_busy(thread, "fork")

@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from durable.models import Run
+from durable.models import Run, RunEvent
 from tests.helpers.threads import at_interrupt, everything, head, made_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,6 +42,26 @@ def test_the_run_page_shows_status_events_and_what_runs_now(client):
     assert fragment.lstrip().startswith('<section id="run-live"')
     assert '<div id="run-status" hx-swap-oob="innerHTML">' in fragment
     assert "<html" not in fragment
+
+
+def test_the_run_page_words_the_modes_api_clients_asked_for(client):
+    run = made_run()
+    token = {"type": "AIMessageChunk", "content": "Hello", "id": "m1"}
+    for event, data in (
+        ("values", {"messages": []}),
+        ("messages", [token, {"langgraph_node": "respond"}]),
+        ("events", {"event": "on_chain_start", "name": "respond", "data": {}}),
+        ("debug", {"type": "checkpoint", "step": 0, "payload": {}}),
+        ("checkpoints", {"values": {}, "next": []}),
+        ("messages", "not a pair"),
+    ):
+        RunEvent.objects.append(run.pk, event, data)
+    page = client.get(reverse("run", args=[run.pk])).content.decode()
+    assert "the whole state after a step" in page
+    assert "respond streamed &quot;Hello&quot;" in page
+    assert "on_chain_start respond" in page
+    assert "debug checkpoint" in page and "checkpoint saved" in page
+    assert '<tr data-kind="messages">' in page  # what it cannot word, by its name
 
 
 def test_an_ended_run_neither_follows_nor_offers_cancel(client):

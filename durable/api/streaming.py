@@ -1,0 +1,84 @@
+"""A run's recorded events as the Agent Server's stream events: which RunEvents a stream
+asked for with ``stream_mode`` carries, under which SSE event name, with what data.
+
+The worker records LangGraph's chunks as they come (``durable.engine.execution``); the
+stream modes that are views of the same chunks are shaped here, as the Agent Server
+shapes them (``langgraph_api/stream.py``, ``astream_state``):
+
+- ``values``, ``updates``, ``custom``, ``tasks``, ``debug``, ``checkpoints``: the chunk
+  as it is, as ``event: mode``, or ``mode|ns`` for a subgraph's (``ns``: its
+  ``"node:task_id"`` parts joined by ``|``) when the stream asked for subgraphs;
+- ``messages-tuple``: each of LangGraph's ``messages`` chunks as ``event: messages``,
+  data ``[message, metadata]`` (a token's ``AIMessageChunk`` and where it came from:
+  ``langgraph_node``, ``langgraph_step``...);
+- ``messages``: the same chunks gathered per message id: ``messages/metadata``
+  (``{id: {"metadata": ...}}``, once per message), then ``messages/partial`` with the
+  message so far (the chunks added up), or ``messages/complete`` for a message that came
+  whole; data ``[message]``, never suffixed with a subgraph;
+- ``events``: each ``astream_events`` v2 record (``on_chain_start``...) as
+  ``event: events``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import BaseMessageChunk, message_chunk_to_message, messages_from_dict
+
+from durable.engine.follow import Event
+from durable.values import jsonable
+
+# RunEvents shown as they are, under their own name.
+AS_RECORDED = ("values", "updates", "custom", "tasks", "debug", "checkpoints")
+# The RunEvent that records LangGraph's messages chunks, and that of astream_events.
+MESSAGES, EVENTS = "messages", "events"
+
+
+class Shaper:
+    """Turns one stream's RunEvents, in order, into its SSE events (``shape``). A
+    ``messages`` stream adds up each message's chunks, so it must see a run's messages
+    from its first, even when it sends only those after a reconnect's event."""
+
+    def __init__(self, modes: list[str], subgraphs: bool):
+        self.modes = set(modes)
+        self.subgraphs = subgraphs
+        self._messages: dict[str, Any] = {}  # message id -> the message so far
+
+    @property
+    def replays_messages(self) -> bool:
+        return "messages" in self.modes
+
+    def shape(self, event: Event) -> list[tuple[str, Any]]:
+        """The ``(name, data)`` SSE events ``event`` gives this stream: none, one, or (a
+        message's first chunk, in ``messages`` mode) two."""
+        if event.ns and not self.subgraphs:
+            return []
+        suffix = f"|{event.ns}" if event.ns else ""
+        if event.event in AS_RECORDED:
+            return [(event.event + suffix, event.data)] if event.event in self.modes else []
+        if event.event == MESSAGES:
+            shaped = [("messages" + suffix, event.data)] if "messages-tuple" in self.modes else []
+            if "messages" in self.modes:
+                shaped += self._message(*event.data)
+            return shaped
+        if event.event == EVENTS and EVENTS in self.modes:
+            return [(EVENTS, event.data)]
+        return []
+
+    def _message(self, data: Any, metadata: Any) -> list[tuple[str, Any]]:
+        try:
+            [message] = messages_from_dict([{"type": data.get("type"), "data": data}])
+        except (AttributeError, TypeError, ValueError):  # not a LangChain message
+            return []
+        shaped = []
+        known = self._messages.get(message.id)
+        if known is None:
+            shaped.append(("messages/metadata", {message.id: {"metadata": metadata}}))
+        elif isinstance(known, BaseMessageChunk) and isinstance(message, BaseMessageChunk):
+            message = known + message
+        self._messages[message.id] = message
+        if isinstance(message, BaseMessageChunk):
+            shaped.append(("messages/partial", [jsonable(message_chunk_to_message(message))]))
+        else:
+            shaped.append(("messages/complete", [jsonable(message)]))
+        return shaped
