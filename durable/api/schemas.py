@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from ninja.parser import Parser
-from pydantic import AfterValidator, AliasChoices, ConfigDict
+from pydantic import AfterValidator, AliasChoices, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
 from durable.api.errors import ApiError, BodyNotJSON
@@ -292,6 +292,22 @@ class StatelessRunCreate(RunCreate):
     the run has ended."""
 
     on_completion: Literal["delete", "keep"] = "delete"
+
+
+class BatchRunCreate(StatelessRunCreate):
+    """One run of ``POST /runs/batch``. The JS SDK's ``runs.createBatch`` sends each
+    payload as its caller wrote it, ``assistantId`` included, beside the
+    ``assistant_id`` it adds (``client/runs/index.js``): the two must agree."""
+
+    assistantId: str | None = None  # noqa: N815 - the JS SDK's own key
+
+    @model_validator(mode="after")
+    def _one_assistant(self):
+        if self.assistantId is not None and self.assistantId != self.assistant_id:
+            raise PydanticCustomError(
+                "assistant_mismatch", "assistantId and assistant_id name different assistants"
+            )
+        return self
 
 
 class RunsCancel(Strict):

@@ -16,7 +16,7 @@ from durable.api import access, shapes
 from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError, json_response
 from durable.api.runs import _create_run, _located, _stream_response, _wait_output
-from durable.api.schemas import CancelQuery, RunsCancel, StatelessRunCreate
+from durable.api.schemas import BatchRunCreate, CancelQuery, RunsCancel, StatelessRunCreate
 from durable.db import borrow
 from durable.models import Run
 
@@ -86,7 +86,7 @@ async def _then_ended(events, run: Run, body: StatelessRunCreate):
 
 
 @stateless.post("/batch", summary="Create a batch of stateless background runs")
-def create_stateless_batch(request, body: list[StatelessRunCreate]):
+def create_stateless_batch(request, body: list[BatchRunCreate]):
     """Starts each run of the list (1 to 100) as ``POST /runs`` does; returns the
     pending runs in the same order. One refused run refuses the batch (its field named
     ``<index>.<field>``) before any starts."""
