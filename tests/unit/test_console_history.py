@@ -194,9 +194,11 @@ def test_the_inspector_shows_values_next_tasks_and_pending_writes(client):
 
 @committed
 def test_the_inspector_shows_messages_as_a_transcript(client, settings):
-    settings.DURABLE_GRAPHS = {**settings.DURABLE_GRAPHS, "chat": f"{__name__}.build_chat"}
-    thread = engine.create_thread("chat", name="chat-1")
-    get_graph("chat").invoke(
+    # Not "chat": that is examples/chat.py's name, which the registry may have built.
+    graphs = {**settings.DURABLE_GRAPHS, "weather_chat": f"{__name__}.build_chat"}
+    settings.DURABLE_GRAPHS = graphs
+    thread = engine.create_thread("weather_chat", name="chat-1")
+    get_graph("weather_chat").invoke(
         {"messages": [HumanMessage("Weather in Leeds?", id="h1")]},
         engine.config_for(thread),
         durability="sync",
