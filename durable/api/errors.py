@@ -18,6 +18,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.renderers import JSONRenderer
 
 from durable import engine
+from durable.api.document import describe_refusals
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,11 @@ class JSONOnlyAPI(NinjaAPI):
         # Last, so that it answers only what no route matched.
         routes.append(re_path(r"^.*$", _no_route, name="no-route"))
         return routes, app_name, namespace
+
+    def get_openapi_schema(self, **kwargs):
+        # Every operation's refusals, from what it takes (``document``), so that a route
+        # lists only what it answers when it does not refuse.
+        return describe_refusals(super().get_openapi_schema(**kwargs))
 
     def get_openapi_operation_id(self, operation) -> str:
         # The routes live in one module per resource; their ids stay those of the API

@@ -13,7 +13,7 @@ from django.urls import reverse
 from ninja import Query, Router
 
 from durable import engine, sse
-from durable.api import access, shapes
+from durable.api import access, answers, shapes
 from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError, json_response
 from durable.api.schemas import (
@@ -120,7 +120,7 @@ def _located(response: HttpResponse, run: Run) -> HttpResponse:
     return response
 
 
-@runs.post("/{thread_id}/runs", summary="Create a background run")
+@runs.post("/{thread_id}/runs", summary="Create a background run", response=answers.Run)
 def create_run(request, thread_id: ThreadId, body: RunCreate):
     """Starts a run with ``input``, resumes the thread's interrupt(s) with
     ``command.resume`` (one value, or ``{interrupt_id: value}``), or replays from
@@ -151,7 +151,11 @@ async def _wait_output(run_id: int) -> dict:
     return await borrow(_output, run_id)
 
 
-@runs.post("/{thread_id}/runs/wait", summary="Create a run and wait for its output")
+@runs.post(
+    "/{thread_id}/runs/wait",
+    summary="Create a run and wait for its output",
+    response=answers.RunOutput,
+)
 async def wait_run(request, thread_id: ThreadId, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, then waits for the run to end and returns
     the thread's values (with ``__interrupt__``), or ``{"__error__": ...}``."""
@@ -191,7 +195,11 @@ async def _sdk_events(run_id: int, modes: list[str], subgraphs: bool, after: int
                 yield sse.event("values", output)
 
 
-@runs.post("/{thread_id}/runs/stream", summary="Create a run and stream its events (SSE)")
+@runs.post(
+    "/{thread_id}/runs/stream",
+    summary="Create a run and stream its events (SSE)",
+    openapi_extra=answers.EVENT_STREAM,
+)
 async def stream_run(request, thread_id: ThreadId, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, answered with the run's events as
     server-sent events while it runs (see ``GET .../runs/{run_id}/stream``)."""
@@ -199,7 +207,9 @@ async def stream_run(request, thread_id: ThreadId, body: RunCreate):
     return _stream_response(request, run, body.modes(), body.stream_subgraphs, 0)
 
 
-@runs.get("/{thread_id}/runs", summary="List a thread's runs, newest first")
+@runs.get(
+    "/{thread_id}/runs", summary="List a thread's runs, newest first", response=list[answers.Run]
+)
 def list_runs(request, thread_id: ThreadId, query: Query[RunsQuery]):
     thread = access.thread(request, thread_id)
     found = thread.runs.select_related("thread")
@@ -208,19 +218,29 @@ def list_runs(request, thread_id: ThreadId, query: Query[RunsQuery]):
     return [shapes.run_json(r) for r in found[query.offset : query.offset + query.limit]]
 
 
-@runs.get("/{thread_id}/runs/{run_id}", summary="Get a run", url_name="get_run")
+@runs.get(
+    "/{thread_id}/runs/{run_id}", summary="Get a run", url_name="get_run", response=answers.Run
+)
 def get_run(request, thread_id: ThreadId, run_id: str):
     return shapes.run_json(access.run(request, thread_id, run_id))
 
 
-@runs.get("/{thread_id}/runs/{run_id}/join", summary="Wait for a run's output")
+@runs.get(
+    "/{thread_id}/runs/{run_id}/join",
+    summary="Wait for a run's output",
+    response=answers.RunOutput,
+)
 async def join_run(request, thread_id: ThreadId, run_id: str):
     """Waits for the run to end; returns what ``runs/wait`` returns."""
     run = await borrow(access.run, request, thread_id, run_id)
     return await _wait_output(run.pk)
 
 
-@runs.get("/{thread_id}/runs/{run_id}/stream", summary="Stream a run's events (SSE)")
+@runs.get(
+    "/{thread_id}/runs/{run_id}/stream",
+    summary="Stream a run's events (SSE)",
+    openapi_extra=answers.EVENT_STREAM,
+)
 async def join_stream(request, thread_id: ThreadId, run_id: str, query: Query[JoinStreamQuery]):
     """The run's events as server-sent events, from the start or, on reconnect, after
     the ``Last-Event-ID`` header's event; the stream ends when the run has. Modes:
@@ -236,7 +256,11 @@ async def join_stream(request, thread_id: ThreadId, run_id: str, query: Query[Jo
     return _stream_response(request, run, modes, query.stream_subgraphs, after)
 
 
-@runs.post("/{thread_id}/runs/{run_id}/cancel", summary="Cancel a run")
+@runs.post(
+    "/{thread_id}/runs/{run_id}/cancel",
+    summary="Cancel a run",
+    response={200: answers.Run, 202: answers.Run},
+)
 async def cancel_run(request, thread_id: ThreadId, run_id: str, query: Query[CancelQuery]):
     """Cancels a pending run at once, or stops a running one at its next super-step
     boundary (its checkpoints are kept). With ``wait``, answers once the run has ended.

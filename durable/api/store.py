@@ -8,8 +8,9 @@ from django.http import HttpRequest
 from ninja import Query, Router
 
 from durable import engine
-from durable.api import shapes
+from durable.api import answers, shapes
 from durable.api.authentication import may_change
+from durable.api.document import refusal
 from durable.api.errors import ApiError
 from durable.api.schemas import StoreDelete, StoreGet, StoreNamespaces, StorePut, StoreSearch
 from durable.persistence.store import ScopedStore, tenant_store
@@ -46,7 +47,12 @@ def put_item(request, body: StorePut):
     return 204, None
 
 
-@store.get("/items", summary="Get an item")
+@store.get(
+    "/items",
+    summary="Get an item",
+    response=answers.Item,
+    openapi_extra=refusal(404, "No item has that key in that namespace."),
+)
 def get_item(request, query: Query[StoreGet]):
     namespace = tuple(label for label in query.namespace.split(".") if label)
     item = _store_call(
@@ -64,7 +70,7 @@ def delete_item(request, body: StoreDelete):
     return 204, None
 
 
-@store.post("/items/search", summary="Search items")
+@store.post("/items/search", summary="Search items", response=answers.SearchItemsResponse)
 def search_items(request, body: StoreSearch = None):
     body = body or StoreSearch()
     found = _store_call(
@@ -80,7 +86,7 @@ def search_items(request, body: StoreSearch = None):
     return {"items": [shapes.item_json(i) for i in found]}
 
 
-@store.post("/namespaces", summary="List namespaces")
+@store.post("/namespaces", summary="List namespaces", response=answers.ListNamespaceResponse)
 def list_namespaces(request, body: StoreNamespaces = None):
     body = body or StoreNamespaces()
     found = _store_call(
