@@ -15,8 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from ninja import Schema
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 from durable.models import Run as RunRow
 from durable.models import Thread as ThreadRow
@@ -26,7 +25,9 @@ from durable.models import Thread as ThreadRow
 Values = Any
 
 
-class Answer(Schema):
+class Answer(BaseModel):
+    # A plain pydantic model, not ninja's ``Schema``: that one reads fields off the
+    # answer as attributes, which drops the keys it does not declare.
     model_config = ConfigDict(extra="allow")
 
 

@@ -17,6 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from durable.api.errors import ApiError, BodyNotJSON
 from durable.models import THREAD_ID_MAX_LENGTH
+from durable.persistence.store.checks import MAX_TTL_MINUTES
 from durable.persistence.text import UnstorableText, check_text, text_problem, walk
 
 # The largest offset a database takes (PostgreSQL's OFFSET is a bigint).
@@ -322,7 +323,7 @@ class StorePut(Strict):
     key: str = Field(min_length=1, max_length=THREAD_ID_MAX_LENGTH)
     value: dict[str, Any]
     index: Literal[False] | list[str] | None = None
-    ttl: float | None = Field(None, gt=0)
+    ttl: float | None = Field(None, gt=0, le=MAX_TTL_MINUTES)
 
 
 class StoreGet(Schema):
