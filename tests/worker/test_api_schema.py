@@ -51,9 +51,11 @@ def test_schemathesis_finds_nothing(web, worker, api_key, tmp_path):
             *("--request-timeout", "20", "--generation-database", "none"),
             *("--report", "junit", "--report-dir", str(tmp_path)),
         ],
+        cwd=tmp_path,  # where it keeps its cache of failing cases
         capture_output=True,
         text=True,
         timeout=SECONDS * 4,
     )
+    print(found.stdout[found.stdout.find("SUMMARY") :])  # operations, cases, time (-s)
     assert found.returncode == 0, found.stdout[-20000:] + found.stderr[-5000:]
     assert "Tested: " in found.stdout
