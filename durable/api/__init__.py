@@ -9,14 +9,17 @@ graph's name is its ``assistant_id`` (and its ``graph_id``). Every operation goe
 Every answer under the API's root is JSON (its docs page aside). Errors are
 ``{"detail": message, "field": name}`` (``field`` is ``null`` when no single input is at
 fault; a path such as ``metadata.team`` or ``ids.0`` names a part of one): 400 for a body
-that is not JSON or has an object with a key twice (``field`` names the key), 404 for an
+that is not JSON or has an object with a key twice (``field`` names the key), 413 for a
+body over the size limit, 415 for a body not sent as ``application/json``, 404 for an
 unknown thread, run or assistant, or for a path that is no route of this API, 405 (with
 ``Allow``) for a method a route does not take, 409 when the thread or run is in the wrong
 state for the request (a busy thread under ``reject``, a run that already ended), 422 for
-any other input that is not acceptable, 500 for a failure of the server. A refused
-request changes nothing. A body must be sent as ``application/json`` (415 otherwise),
-but a request with its key in ``x-api-key``, which no cross-site form can send, may send
-JSON under any Content-Type.
+any other input that is not acceptable (a body that is not a JSON object, ``true`` for a
+number), 500 for a failure of the server. A refused request changes nothing. A body must
+be sent as ``application/json`` (415 otherwise), but a request with its key in
+``x-api-key``, which no cross-site form can send, may send JSON under any Content-Type.
+This document lists, for each operation, the refusals that apply to it and the body of
+every answer.
 
 Text must be text every database holds: a NUL character (``\\u0000``) or a lone UTF-16
 surrogate (``\\ud800``...) anywhere in a body, a query parameter or a path, keys included,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ninja import Query, Router
 
 from durable import engine
-from durable.api import access, shapes
+from durable.api import access, answers, shapes
 from durable.api.errors import ApiError
 from durable.api.schemas import AssistantCount, AssistantSearch, GraphQuery, SubgraphsQuery
 from durable.graphs import graph_names
@@ -14,7 +14,11 @@ from durable.graphs import graph_names
 assistants = Router(tags=["assistants"])
 
 
-@assistants.post("/search", summary="Search assistants (one per registered graph)")
+@assistants.post(
+    "/search",
+    summary="Search assistants (one per registered graph)",
+    response=list[answers.Assistant],
+)
 def search_assistants(request, body: AssistantSearch = None):
     """The registered graphs as assistants, by name; they carry no metadata, so a
     ``metadata`` filter matches none."""
@@ -40,7 +44,7 @@ def count_assistants(request, body: AssistantCount = None):
     return len(_matching(body or AssistantCount()))
 
 
-@assistants.get("/{assistant_id}", summary="Get an assistant")
+@assistants.get("/{assistant_id}", summary="Get an assistant", response=answers.Assistant)
 def get_assistant(request, assistant_id: str):
     return shapes.assistant_json(access.graph(assistant_id))
 

@@ -18,6 +18,8 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.renderers import JSONRenderer
 
 from durable import engine
+from durable.api.document import describe_refusals
+from durable.models import Run, Thread
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,11 @@ class JSONOnlyAPI(NinjaAPI):
         # Last, so that it answers only what no route matched.
         routes.append(re_path(r"^.*$", _no_route, name="no-route"))
         return routes, app_name, namespace
+
+    def get_openapi_schema(self, **kwargs):
+        # Every operation's refusals, from what it takes (``document``), so that a route
+        # lists only what it answers when it does not refuse.
+        return describe_refusals(super().get_openapi_schema(**kwargs))
 
     def get_openapi_operation_id(self, operation) -> str:
         # The routes live in one module per resource; their ids stay those of the API
@@ -163,6 +170,13 @@ def _not_found(request, exc):
     return error(request, 404, "Not found.")
 
 
+def _gone(request, exc):
+    """A thread or run found when the request began and deleted by another before the
+    engine locked it: it is not found now."""
+    field = "run_id" if isinstance(exc, Run.DoesNotExist) else "thread_id"
+    return error(request, 404, "Not found: it was deleted while this request ran.", field)
+
+
 def _server_error(request, exc: Exception):
     """Anything else is a failure of the server: logged, and a JSON 500 (ninja's
     default sends a plain-text traceback under DEBUG)."""
@@ -191,6 +205,8 @@ _HANDLERS = {
     RequestDataTooBig: _too_large,
     HttpError: _http_error,
     Http404: _not_found,
+    Thread.DoesNotExist: _gone,
+    Run.DoesNotExist: _gone,
     Exception: _server_error,
     ValidationError: _validation_error,
 }
@@ -199,6 +215,7 @@ _HANDLERS = {
 def handle_errors(api: NinjaAPI) -> None:
     """Answer every exception a route raises with ``error``: ``ApiError`` as it says,
     the engine's ``InvalidRequest`` as 422 (409 for a thread or run in the wrong state),
-    ninja's validation and parse errors naming the field, anything else a logged 500."""
+    ninja's validation and parse errors naming the field, a thread or run that another
+    request deleted meanwhile as a 404, anything else a logged 500."""
     for exc_class, handler in _HANDLERS.items():
         api.add_exception_handler(exc_class, handler)

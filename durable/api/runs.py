@@ -14,7 +14,7 @@ from django.urls import reverse
 from ninja import Query, Router
 
 from durable import engine, sse
-from durable.api import access, shapes, streaming
+from durable.api import access, answers, shapes, streaming
 from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError, json_response
 from durable.api.schemas import (
@@ -158,7 +158,7 @@ def _located(response: HttpResponse, run: Run) -> HttpResponse:
     return response
 
 
-@runs.post("/{thread_id}/runs", summary="Create a background run")
+@runs.post("/{thread_id}/runs", summary="Create a background run", response=answers.Run)
 def create_run(request, thread_id: ThreadId, body: RunCreate):
     """Starts a run with ``input`` (none: goes on from the thread's next tasks), resumes
     the thread with ``command`` (``resume``: one value, or ``{interrupt_id: value}``;
@@ -190,7 +190,11 @@ async def _wait_output(run_id: int) -> dict:
     return await borrow(_output, run_id)
 
 
-@runs.post("/{thread_id}/runs/wait", summary="Create a run and wait for its output")
+@runs.post(
+    "/{thread_id}/runs/wait",
+    summary="Create a run and wait for its output",
+    response=answers.RunOutput,
+)
 async def wait_run(request, thread_id: ThreadId, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, then waits for the run to end and returns
     the thread's values (with ``__interrupt__``), or ``{"__error__": ...}``. With
@@ -276,7 +280,11 @@ def _cancel_if_active(run_id: int, who: str) -> None:
         pass  # it ended meanwhile
 
 
-@runs.post("/{thread_id}/runs/stream", summary="Create a run and stream its events (SSE)")
+@runs.post(
+    "/{thread_id}/runs/stream",
+    summary="Create a run and stream its events (SSE)",
+    openapi_extra=answers.EVENT_STREAM,
+)
 async def stream_run(request, thread_id: ThreadId, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, answered with the run's events as
     server-sent events while it runs (see ``GET .../runs/{run_id}/stream``). With
@@ -289,7 +297,9 @@ async def stream_run(request, thread_id: ThreadId, body: RunCreate):
     return response
 
 
-@runs.get("/{thread_id}/runs", summary="List a thread's runs, newest first")
+@runs.get(
+    "/{thread_id}/runs", summary="List a thread's runs, newest first", response=list[answers.Run]
+)
 def list_runs(request, thread_id: ThreadId, query: Query[RunsQuery]):
     thread = access.thread(request, thread_id)
     found = thread.runs.select_related("thread")
@@ -298,19 +308,29 @@ def list_runs(request, thread_id: ThreadId, query: Query[RunsQuery]):
     return [shapes.run_json(r) for r in found[query.offset : query.offset + query.limit]]
 
 
-@runs.get("/{thread_id}/runs/{run_id}", summary="Get a run", url_name="get_run")
+@runs.get(
+    "/{thread_id}/runs/{run_id}", summary="Get a run", url_name="get_run", response=answers.Run
+)
 def get_run(request, thread_id: ThreadId, run_id: str):
     return shapes.run_json(access.run(request, thread_id, run_id))
 
 
-@runs.get("/{thread_id}/runs/{run_id}/join", summary="Wait for a run's output")
+@runs.get(
+    "/{thread_id}/runs/{run_id}/join",
+    summary="Wait for a run's output",
+    response=answers.RunOutput,
+)
 async def join_run(request, thread_id: ThreadId, run_id: str):
     """Waits for the run to end; returns what ``runs/wait`` returns."""
     run = await borrow(access.run, request, thread_id, run_id)
     return await _wait_output(run.pk)
 
 
-@runs.get("/{thread_id}/runs/{run_id}/stream", summary="Stream a run's events (SSE)")
+@runs.get(
+    "/{thread_id}/runs/{run_id}/stream",
+    summary="Stream a run's events (SSE)",
+    openapi_extra=answers.EVENT_STREAM,
+)
 async def join_stream(request, thread_id: ThreadId, run_id: str, query: Query[JoinStreamQuery]):
     """The run's events as server-sent events, from the start or, on reconnect, after
     the ``Last-Event-ID`` header's event (``-1``: from the start, as the JS SDK asks
@@ -339,7 +359,11 @@ async def join_stream(request, thread_id: ThreadId, run_id: str, query: Query[Jo
     return response
 
 
-@runs.post("/{thread_id}/runs/{run_id}/cancel", summary="Cancel a run")
+@runs.post(
+    "/{thread_id}/runs/{run_id}/cancel",
+    summary="Cancel a run",
+    response={200: answers.Run, 202: answers.Run},
+)
 async def cancel_run(request, thread_id: ThreadId, run_id: str, query: Query[CancelQuery]):
     """Cancels a pending run at once, or stops a running one at its next super-step
     boundary: with ``action=interrupt`` (the default) its checkpoints are kept and it

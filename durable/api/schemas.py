@@ -5,16 +5,20 @@ this server does not serve is a 422 naming it rather than silently ignored."""
 from __future__ import annotations
 
 import json
+import types
+import typing
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from ninja.parser import Parser
-from pydantic import AfterValidator, AliasChoices, ConfigDict, model_validator
+from ninja.schema import DjangoGetter
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
 from durable.api.errors import ApiError, BodyNotJSON
 from durable.engine import checks
 from durable.models import THREAD_ID_MAX_LENGTH
+from durable.persistence.store.checks import MAX_TTL_MINUTES
 from durable.persistence.text import UnstorableText, check_text, text_problem, walk
 
 # The largest offset a database takes (PostgreSQL's OFFSET is a bigint).
@@ -131,7 +135,57 @@ ThreadId = Annotated[
 ]
 
 
-class Strict(Schema):
+def _kinds(annotation: Any) -> set[type]:
+    """The JSON kinds a field's type takes: ``bool``, ``int`` (any number), ``object``
+    (anything else)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is Annotated:
+        return _kinds(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return set().union(*(_kinds(a) for a in args))
+    if origin is Literal:
+        return {
+            bool if isinstance(a, bool) else int if isinstance(a, int | float) else object
+            for a in args
+        }
+    if annotation is bool:
+        return {bool}
+    if annotation in (int, float):
+        return {int}
+    if annotation is Any:
+        return {bool, int, object}
+    return {object}
+
+
+class Request(Schema):
+    """A request's body or query: a JSON object (ninja's ``Schema`` would read fields off
+    any value, a list included), whose booleans and numbers are what their fields say.
+    Pydantic takes ``true`` for ``1`` and ``0`` for ``false``, which the OpenAPI document
+    (JSON Schema) does not: such a value is a 422 naming its field. Query values are text,
+    which ninja reads into their types, as the document says."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_types(cls, data: Any) -> Any:
+        # ninja hands its own validators the input in a ``DjangoGetter``.
+        fields = data._obj if isinstance(data, DjangoGetter) else data
+        if isinstance(fields, BaseModel):
+            return data
+        if not isinstance(fields, dict):
+            raise PydanticCustomError("dict_type", "Input should be a JSON object")
+        for name, value in fields.items():
+            field = cls.model_fields.get(name)
+            if field is None or not isinstance(value, bool | int | float):
+                continue
+            kinds = _kinds(field.annotation)
+            if isinstance(value, bool) and bool not in kinds:
+                raise ApiError(422, f"{name}: must be a number, not {str(value).lower()}.", name)
+            if not isinstance(value, bool) and int not in kinds and bool in kinds:
+                raise ApiError(422, f"{name}: must be true or false, not {value}.", name)
+        return data
+
+
+class Strict(Request):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -351,7 +405,7 @@ class CancelQuery(Schema):
 # -- assistants ----------------------------------------------------------------------
 
 
-class AssistantSearch(Schema):
+class AssistantSearch(Request):
     graph_id: str | None = None
     name: str | None = None
     metadata: dict[str, Any] | None = None
@@ -375,15 +429,17 @@ class SubgraphsQuery(Schema):
 
 # -- the store -----------------------------------------------------------------------
 
-Namespace = list[str]
+# LangGraph's rules for a namespace label (``langgraph/store/base``): not empty, no ".".
+NamespaceLabel = Annotated[str, Field(min_length=1, pattern=r"^[^.]+$")]
+Namespace = list[NamespaceLabel]
 
 
 class StorePut(Strict):
-    namespace: Namespace
+    namespace: Namespace = Field(min_length=1)
     key: str = Field(min_length=1, max_length=THREAD_ID_MAX_LENGTH)
     value: dict[str, Any]
     index: Literal[False] | list[str] | None = None
-    ttl: float | None = Field(None, gt=0)
+    ttl: float | None = Field(None, gt=0, le=MAX_TTL_MINUTES)
 
 
 class StoreGet(Schema):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ninja import Query, Router
 
 from durable import engine
-from durable.api import access, shapes
+from durable.api import access, answers, shapes
 from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError
 from durable.api.schemas import (
@@ -42,14 +42,20 @@ def _state_at(
     return shapes.state_json(snapshot, thread)
 
 
-@state.get("/{thread_id}/state", summary="Get a thread's latest state")
+@state.get(
+    "/{thread_id}/state", summary="Get a thread's latest state", response=answers.ThreadState
+)
 def get_state(request, thread_id: ThreadId, query: Query[StateQuery]):
     """The latest ``ThreadState``; with ``subgraphs``, each task's subgraph state."""
     thread = access.thread(request, thread_id)
     return shapes.state_json(engine.thread_state(thread, subgraphs=query.subgraphs), thread)
 
 
-@state.post("/{thread_id}/state", summary="Update a thread's state (fork)")
+@state.post(
+    "/{thread_id}/state",
+    summary="Update a thread's state (fork)",
+    response=answers.ThreadStateUpdateResponse,
+)
 def update_state(request, thread_id: ThreadId, body: StateUpdate):
     """``update_state`` at ``checkpoint`` (default: the latest) with ``values`` (state
     keys; reducers apply), as if node ``as_node`` had written them (or LangGraph's
@@ -96,7 +102,11 @@ def patch_state(request, thread_id: ThreadId, body: StatePatch):
     return 204, None
 
 
-@state.post("/{thread_id}/state/checkpoint", summary="Get a thread's state at a checkpoint")
+@state.post(
+    "/{thread_id}/state/checkpoint",
+    summary="Get a thread's state at a checkpoint",
+    response=answers.ThreadState,
+)
 def post_state_at(request, thread_id: ThreadId, body: StateAtCheckpoint):
     """The state at ``checkpoint``; a subgraph's pointer (``checkpoint_ns`` set,
     ``checkpoint_id`` null, as a task's ``state`` gives it) is that subgraph's latest
@@ -108,13 +118,21 @@ def post_state_at(request, thread_id: ThreadId, body: StateAtCheckpoint):
     )
 
 
-@state.get("/{thread_id}/state/{checkpoint_id}", summary="Get a thread's state at a checkpoint")
+@state.get(
+    "/{thread_id}/state/{checkpoint_id}",
+    summary="Get a thread's state at a checkpoint",
+    response=answers.ThreadState,
+)
 def get_state_at(request, thread_id: ThreadId, checkpoint_id: str, query: Query[StateQuery]):
     thread = access.thread(request, thread_id)
     return _state_at(thread, checkpoint_id, "checkpoint_id", query.subgraphs)
 
 
-@state.post("/{thread_id}/history", summary="List a thread's checkpoints, newest first")
+@state.post(
+    "/{thread_id}/history",
+    summary="List a thread's checkpoints, newest first",
+    response=list[answers.ThreadState],
+)
 def get_history(request, thread_id: ThreadId, body: HistoryQuery = None):
     """At most ``limit`` (1-1000) states, newest first: older than checkpoint ``before``
     (an id, a checkpoint object, or a config ``{"configurable": {"checkpoint_id"}}``),

@@ -8,9 +8,9 @@ from django.http import HttpRequest
 from ninja import Query, Router
 
 from durable import engine
-from durable.api import shapes
+from durable.api import answers, shapes
 from durable.api.authentication import may_change
-from durable.api.errors import ApiError, json_response
+from durable.api.errors import ApiError
 from durable.api.schemas import StoreDelete, StoreGet, StoreNamespaces, StorePut, StoreSearch
 from durable.persistence.store import ScopedStore, tenant_store
 from durable.persistence.text import UnstorableText
@@ -46,7 +46,11 @@ def put_item(request, body: StorePut):
     return 204, None
 
 
-@store.get("/items", summary="Get an item")
+@store.get(
+    "/items",
+    summary="Get an item",
+    response=answers.Item | None,
+)
 def get_item(request, query: Query[StoreGet]):
     """The item at ``namespace`` (labels joined by ``.``) and ``key``; ``null`` when
     there is none, as the Agent Server answers (the JS SDK types ``getItem`` as
@@ -55,9 +59,7 @@ def get_item(request, query: Query[StoreGet]):
     item = _store_call(
         lambda: _store(request).get(namespace, query.key, refresh_ttl=query.refresh_ttl)
     )
-    if item is None:
-        return json_response(request, None)
-    return shapes.item_json(item)
+    return None if item is None else shapes.item_json(item)
 
 
 @store.delete("/items", summary="Delete an item", response={204: None})
@@ -67,7 +69,7 @@ def delete_item(request, body: StoreDelete):
     return 204, None
 
 
-@store.post("/items/search", summary="Search items")
+@store.post("/items/search", summary="Search items", response=answers.SearchItemsResponse)
 def search_items(request, body: StoreSearch = None):
     body = body or StoreSearch()
     found = _store_call(
@@ -83,7 +85,7 @@ def search_items(request, body: StoreSearch = None):
     return {"items": [shapes.item_json(i) for i in found]}
 
 
-@store.post("/namespaces", summary="List namespaces")
+@store.post("/namespaces", summary="List namespaces", response=answers.ListNamespaceResponse)
 def list_namespaces(request, body: StoreNamespaces = None):
     body = body or StoreNamespaces()
     found = _store_call(

@@ -8,8 +8,9 @@ from django.http import HttpResponse
 from ninja import Router
 
 from durable import engine
-from durable.api import access, shapes
+from durable.api import access, answers, shapes
 from durable.api.authentication import caller, may_change
+from durable.api.document import refusal
 from durable.api.errors import ApiError
 from durable.api.schemas import (
     ThreadCount,
@@ -26,7 +27,12 @@ from durable.persistence.metadata import MetadataKeyEquals
 threads = Router(tags=["threads"])
 
 
-@threads.post("", summary="Create a thread")
+@threads.post(
+    "",
+    summary="Create a thread",
+    response=answers.Thread,
+    openapi_extra=refusal(404, "The graph_id is not a registered graph."),
+)
 def create_thread(request, body: ThreadCreate = None):
     """Creates a thread with no run yet. ``metadata.graph_id`` (or ``graph_id``) binds
     it to a registered graph now; otherwise its first run does. 409 when ``thread_id``
@@ -63,7 +69,7 @@ def _matching(request, metadata: dict | None, status: str | None) -> QuerySet[Th
     return found
 
 
-@threads.post("/search", summary="Search threads")
+@threads.post("/search", summary="Search threads", response=list[answers.Thread])
 def search_threads(request, body: ThreadSearch = None):
     """Threads whose metadata has every key/value of ``metadata`` (``graph_id`` and
     ``assistant_id`` match the thread's graph), with ``status``, among ``ids``; sorted,
@@ -99,12 +105,16 @@ def prune_threads(request, body: ThreadPrune):
     return {"pruned_count": pruned}
 
 
-@threads.get("/{thread_id}", summary="Get a thread")
+@threads.get("/{thread_id}", summary="Get a thread", response=answers.Thread)
 def get_thread(request, thread_id: ThreadId):
     return shapes.thread_json(access.thread(request, thread_id))
 
 
-@threads.patch("/{thread_id}", summary="Update a thread's metadata")
+@threads.patch(
+    "/{thread_id}",
+    summary="Update a thread's metadata",
+    response={200: answers.Thread, 204: None},
+)
 def patch_thread(request, thread_id: ThreadId, body: ThreadPatch):
     """Merges ``metadata`` into the thread's: its keys replace the thread's same keys,
     the others stay. ``graph_id`` and ``assistant_id`` name the thread's graph, which

@@ -51,7 +51,9 @@ ON_T1 = "/threads/t1"
 BAD_REQUESTS = [
     ("POST", "/threads", '{"thread_id": ', 400, "body", "not valid JSON"),
     ("POST", "/threads", "[" * 50_000 + "]" * 50_000, 400, "body", "nested too deeply"),
-    ("POST", "/threads", "[1, 2]", 422, "body", "valid dictionary"),
+    ("POST", "/threads", "[1, 2]", 422, "body", "a JSON object"),
+    ("POST", "/threads/search", {"limit": True}, 422, "limit", "must be a number"),
+    ("POST", "/assistants/search", "[1]", 422, "body", "a JSON object"),
     ("POST", "/threads", {"thread_id": 7}, 422, "thread_id", "valid string"),
     ("POST", "/threads", {"thread_id": "x" * 256}, 422, "thread_id", "at most 255 characters"),
     ("POST", "/threads", {"thread_id": ""}, 422, "thread_id", "at least 1 character"),

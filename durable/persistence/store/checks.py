@@ -23,6 +23,10 @@ from langgraph.store.base import (
 from durable.persistence.store.filters import OPERATORS, RANGE_OPERATORS, conditions, is_number
 from durable.persistence.text import check_text
 
+# The longest TTL an item takes, in minutes (a thousand years): an expiry must be a date
+# Python and the databases hold (``datetime`` ends with the year 9999).
+MAX_TTL_MINUTES = 1000 * 365 * 24 * 60
+
 
 def checked(ops: Iterable[Op]) -> list[Op]:
     """``ops`` as a list, or ``ValueError`` (``InvalidNamespaceError`` for a namespace)
@@ -67,8 +71,11 @@ def _check_put(op: PutOp) -> None:
         raise InvalidNamespaceError("PutOp.namespace cannot be empty")
     if op.value is not None and not isinstance(op.value, Mapping):
         raise ValueError(f"PutOp.value must be a mapping or None, got {type(op.value).__name__}")
-    if op.ttl is not None and not op.ttl > 0:
-        raise ValueError(f"PutOp.ttl must be a positive number of minutes or None, got {op.ttl!r}")
+    if op.ttl is not None and not 0 < op.ttl <= MAX_TTL_MINUTES:
+        raise ValueError(
+            f"PutOp.ttl must be a positive number of minutes up to {MAX_TTL_MINUTES} or None, "
+            f"got {op.ttl!r}"
+        )
 
 
 def _check_list(op: ListNamespacesOp) -> None:

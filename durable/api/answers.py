@@ -1,0 +1,197 @@
+"""What each route answers, as the OpenAPI document describes it: pydantic schemas named
+and shaped after the Agent Server's components (``Thread``, ``Run``, ``ThreadState``,
+``Assistant``, ``Item``, ...) for the JSON that ``shapes`` builds, ``ErrorResponse`` for
+every refusal (``errors.error``), and ``EVENT_STREAM`` for the routes that answer with
+server-sent events.
+
+A route's ``response=`` schema also filters what it returns (ninja validates and dumps
+the answer through it), so every schema here keeps the keys it does not declare
+(``extra="allow"``): a key ``shapes`` adds reaches clients before it is declared here.
+A value a schema declares but ``shapes`` does not build is a 500, which the schema
+fuzzing test (``tests/server/test_api_schema.py``) finds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from durable.models import Run as RunRow
+from durable.models import Thread as ThreadRow
+
+# A graph's state: an object for a ``StateGraph``, any JSON value for the functional
+# API's (``durable.values.jsonable``).
+Values = Any
+
+
+class Answer(BaseModel):
+    # A plain pydantic model, not ninja's ``Schema``: that one reads fields off the
+    # answer as attributes, which drops the keys it does not declare.
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorResponse(Answer):
+    """A refused request: what is wrong, and the input at fault (``null`` when no single
+    input is; a path such as ``metadata.team`` names a part of one)."""
+
+    detail: str
+    field: str | None
+
+
+class Interrupt(Answer):
+    """A LangGraph ``Interrupt``: the value the graph asked with, and its id."""
+
+    value: Any
+    id: str | None
+
+
+class CheckpointConfig(Answer):
+    """A checkpoint of a thread, by the thread's ``thread_id``."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str | None
+    checkpoint_map: dict[str, Any] | None
+
+
+class ThreadTask(Answer):
+    """A ``PregelTask`` of a state: ``error`` as ``Type(message)``, ``checkpoint`` the
+    subgraph's when the task runs one, ``state`` its state when read with ``subgraphs``."""
+
+    id: str
+    name: str
+    error: Any
+    interrupts: list[Interrupt]
+    checkpoint: CheckpointConfig | None = None
+    state: ThreadState | None = None
+    result: Any
+
+
+class ThreadState(Answer):
+    """A LangGraph ``StateSnapshot`` (``durable.snapshots.state_json``)."""
+
+    values: Values
+    next: list[str]
+    checkpoint: CheckpointConfig | None
+    metadata: dict[str, Any] | None
+    created_at: str | None
+    parent_checkpoint: CheckpointConfig | None
+    tasks: list[ThreadTask]
+    interrupts: list[Interrupt]
+
+
+ThreadTask.model_rebuild()
+
+
+class ThreadStateUpdateResponse(Answer):
+    """The checkpoint ``update_state`` wrote."""
+
+    checkpoint: CheckpointConfig
+
+
+class Thread(Answer):
+    """A thread (``shapes.thread_json``): its latest state's ``values``, and its pending
+    ``interrupts`` by task id."""
+
+    thread_id: str
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any]
+    status: Literal[tuple(ThreadRow.Status.values)]
+    values: Values
+    interrupts: dict[str, list[Interrupt]]
+
+
+class RunError(Answer):
+    error: str
+    message: str
+    node: str | None = None
+
+
+class Run(Answer):
+    """A run (``shapes.run_json``), with what this server records beside the Agent
+    Server's fields."""
+
+    run_id: str
+    thread_id: str
+    assistant_id: str
+    created_at: datetime
+    updated_at: datetime
+    status: Literal[tuple(RunRow.Status.values)]
+    metadata: dict[str, Any]
+    multitask_strategy: str
+    kind: str
+    durability: str
+    requested_by: str
+    checkpoint_id: str | None
+    interrupts: Any
+    error: RunError | None
+    stop_detail: str | None
+
+
+class Assistant(Answer):
+    """A registered graph as an assistant (``shapes.assistant_json``)."""
+
+    assistant_id: str
+    graph_id: str
+    name: str
+    description: str | None
+    config: dict[str, Any]
+    context: dict[str, Any]
+    metadata: dict[str, Any]
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class Item(Answer):
+    """A store item; ``score`` only in a search with ``query`` over an index."""
+
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+class SearchItem(Item):
+    score: float | None = None
+
+
+class SearchItemsResponse(Answer):
+    items: list[SearchItem]
+
+
+class ListNamespaceResponse(Answer):
+    namespaces: list[list[str]]
+
+
+# ``runs/wait`` and ``join``: the thread's values once the run has ended (any JSON
+# value), with ``__interrupt__``, or ``{"__error__": {"error", "message"}}``.
+RunOutput = Any
+
+# One server-sent event of a run's stream: its name (a stream mode, ``metadata``,
+# ``error``; ``mode|namespace`` for a subgraph's), its JSON data, and its sequence number
+# (what a reconnect sends back as ``Last-Event-ID``; not on ``metadata`` and the end).
+SSE_EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string"},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "id": {"type": "string"},
+    },
+    "required": ["event", "data"],
+}
+
+# The OpenAPI of a route that answers with server-sent events (``durable.sse``), for its
+# ``openapi_extra``: ninja documents a route's ``response=`` as JSON only.
+EVENT_STREAM = {
+    "responses": {
+        200: {
+            "description": "The run's events as server-sent events (``event:``, ``data:`` "
+            "JSON, ``id:``), ending when the run has ended.",
+            "content": {"text/event-stream": {"schema": SSE_EVENT}},
+        }
+    }
+}
