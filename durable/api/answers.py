@@ -145,6 +145,46 @@ class Assistant(Answer):
     updated_at: datetime
 
 
+class GraphSchemaNoId(Answer):
+    """A graph's JSON schemas, ``null`` where LangGraph can describe none."""
+
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    state_schema: dict[str, Any] | None
+    config_schema: dict[str, Any] | None
+    context_schema: dict[str, Any] | None
+
+
+class GraphSchema(GraphSchemaNoId):
+    graph_id: str
+
+
+# ``/assistants/{id}/subgraphs``: each subgraph's schemas by its namespace.
+Subgraphs = dict[str, GraphSchemaNoId]
+
+
+class GraphDrawing(Answer):
+    """The graph as LangGraph draws it (``Graph.to_json``)."""
+
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
+class ServerInfo(Answer):
+    version: str
+    langgraph_py_version: str
+    flags: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+class Ok(Answer):
+    ok: bool
+
+
+class ThreadPruneResponse(Answer):
+    pruned_count: int
+
+
 class Item(Answer):
     """A store item; ``score`` only in a search with ``query`` over an index."""
 

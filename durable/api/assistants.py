@@ -7,7 +7,6 @@ from ninja import Query, Router
 
 from durable import engine
 from durable.api import access, answers, shapes
-from durable.api.errors import ApiError
 from durable.api.schemas import AssistantCount, AssistantSearch, GraphQuery, SubgraphsQuery
 from durable.graphs import graph_names
 
@@ -49,24 +48,21 @@ def get_assistant(request, assistant_id: str):
     return shapes.assistant_json(access.graph(assistant_id))
 
 
-def _xray(raw: str) -> bool | int:
-    """``xray`` as the Agent Server reads it: ``true``/``false``, or a positive depth."""
-    if raw in ("true", "True", "false", "False", ""):
-        return raw in ("true", "True")
-    if raw.isascii() and raw.isdigit() and 0 < int(raw) < 100:
-        return int(raw)
-    raise ApiError(422, "xray is true, false or a positive depth.", "xray")
-
-
-@assistants.get("/{assistant_id}/graph", summary="Get an assistant's graph drawing")
+@assistants.get(
+    "/{assistant_id}/graph",
+    summary="Get an assistant's graph drawing",
+    response=answers.GraphDrawing,
+)
 def get_assistant_graph(request, assistant_id: str, query: Query[GraphQuery]):
     """The graph's nodes and edges as LangGraph draws them (``{"nodes": [{"id", "type",
     "data"}], "edges": [{"source", "target", "conditional"}]}``); with ``xray``, its
     subgraphs' nodes too (a number: that many levels)."""
-    return engine.graph_json(access.graph(assistant_id), _xray(query.xray))
+    return engine.graph_json(access.graph(assistant_id), query.depth())
 
 
-@assistants.get("/{assistant_id}/schemas", summary="Get an assistant's schemas")
+@assistants.get(
+    "/{assistant_id}/schemas", summary="Get an assistant's schemas", response=answers.GraphSchema
+)
 def get_assistant_schemas(request, assistant_id: str):
     """``{"graph_id", "input_schema", "output_schema", "state_schema",
     "config_schema", "context_schema"}``: JSON schemas, ``null`` where the graph has
@@ -74,7 +70,9 @@ def get_assistant_schemas(request, assistant_id: str):
     return engine.graph_schemas(access.graph(assistant_id))
 
 
-@assistants.get("/{assistant_id}/subgraphs", summary="Get an assistant's subgraphs")
+@assistants.get(
+    "/{assistant_id}/subgraphs", summary="Get an assistant's subgraphs", response=answers.Subgraphs
+)
 def get_assistant_subgraphs(request, assistant_id: str, query: Query[SubgraphsQuery]):
     """``{namespace: schemas}`` for each subgraph (schemas as ``/schemas`` gives them);
     with ``recurse``, their subgraphs too."""
@@ -82,7 +80,9 @@ def get_assistant_subgraphs(request, assistant_id: str, query: Query[SubgraphsQu
 
 
 @assistants.get(
-    "/{assistant_id}/subgraphs/{namespace}", summary="Get an assistant's subgraphs at a namespace"
+    "/{assistant_id}/subgraphs/{namespace}",
+    summary="Get an assistant's subgraphs at a namespace",
+    response=answers.Subgraphs,
 )
 def get_assistant_subgraphs_at(
     request, assistant_id: str, namespace: str, query: Query[SubgraphsQuery]

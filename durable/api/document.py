@@ -9,7 +9,7 @@ Which apply (the API's description, ``durable/api/__init__.py``, says when each 
 - 400 (not JSON, a key twice), 413 (too large) and 415 (not ``application/json``) on
   every operation that takes a body;
 - 404 on every operation whose path names a thread, run, assistant or checkpoint, or
-  whose body names an assistant (``assistant_id``);
+  whose body names an assistant or a thread (``assistant_id``, ``thread_id``);
 - 409 on every operation that changes a thread or a run (a busy thread, an ended run);
 - 422 on every operation that takes any input (path, query or body).
 
@@ -28,7 +28,7 @@ ERROR_REF = f"#/components/schemas/{ErrorResponse.__name__}"
 # checkpoint): such an operation changes nothing, so no 403 or 409.
 READS = {"search", "count", "history", "checkpoint", "namespaces"}
 # Body fields naming something that may not exist: a 404 when it does not.
-NAMED_IN_BODY = {"assistant_id"}
+NAMED_IN_BODY = {"assistant_id", "thread_id"}
 # Paths whose resources have no state to conflict with.
 NO_CONFLICTS = ("/store/",)
 
@@ -82,11 +82,13 @@ def _refusals(path: str, method: str, operation: dict, schemas: dict) -> set[int
 
 
 def _fields(schema: dict, schemas: dict) -> set[str]:
-    """The top-level fields of an object ``schema``, through ``$ref``, ``anyOf`` and
-    ``allOf`` (ninja refers to a body's component, and an optional body is ``anyOf`` it
-    and ``null``)."""
+    """The top-level fields of an object ``schema`` (of each item, for an array: a
+    batch), through ``$ref``, ``anyOf`` and ``allOf`` (ninja refers to a body's
+    component, and an optional body is ``anyOf`` it and ``null``)."""
     if ref := schema.get("$ref"):
         return _fields(schemas.get(ref.rsplit("/", 1)[-1], {}), schemas)
+    if schema.get("type") == "array":
+        return _fields(schema.get("items", {}), schemas)
     found = set(schema.get("properties", {}))
     for part in schema.get("anyOf", []) + schema.get("allOf", []):
         found |= _fields(part, schemas)

@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from django.db import connection
 from ninja import Field, Query, Router, Schema
 
+from durable.api import answers
 from durable.api.errors import ApiError
 
 info = Router(tags=["system"])
@@ -26,7 +27,7 @@ class OkQuery(Schema):
     check_db: int = Field(0, ge=0, le=1)
 
 
-@info.get("/info", summary="Server information", auth=None)
+@info.get("/info", summary="Server information", auth=None, response=answers.ServerInfo)
 def server_info(request):
     """``{"version", "langgraph_py_version", "flags", "metadata"}`` as the Agent
     Server's ``ServerInfo``: this server's version, LangGraph's, and the features
@@ -39,7 +40,7 @@ def server_info(request):
     }
 
 
-@info.get("/ok", summary="Health check", auth=None)
+@info.get("/ok", summary="Health check", auth=None, response=answers.Ok)
 def health(request, query: Query[OkQuery]):
     """``{"ok": true}``; with ``check_db=1``, only once the database answers (500
     otherwise)."""

@@ -420,7 +420,13 @@ class AssistantCount(Strict):
 
 
 class GraphQuery(Schema):
-    xray: str = "false"
+    """``xray`` as the Agent Server takes it: ``true``/``false``, or a depth of subgraphs
+    (1 to 99); ``depth()`` reads it."""
+
+    xray: str = Field("false", pattern=r"^(true|false|True|False|[1-9][0-9]?)$")
+
+    def depth(self) -> bool | int:
+        return int(self.xray) if self.xray.isdigit() else self.xray in ("true", "True")
 
 
 class SubgraphsQuery(Schema):

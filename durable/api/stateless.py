@@ -12,7 +12,7 @@ from django.http import HttpResponse
 from ninja import Query, Router
 
 from durable import engine
-from durable.api import access, shapes
+from durable.api import access, answers, shapes
 from durable.api.authentication import caller, may_change
 from durable.api.errors import ApiError, json_response
 from durable.api.runs import _create_run, _located, _stream_response, _wait_output
@@ -44,7 +44,7 @@ def _ended(run: Run, body: StatelessRunCreate) -> None:
         engine.end_stateless(run.thread_id)
 
 
-@stateless.post("", summary="Create a stateless background run")
+@stateless.post("", summary="Create a stateless background run", response=answers.Run)
 def create_stateless_run(request, body: StatelessRunCreate):
     """Starts ``input`` on a new thread; returns the pending run (its ``thread_id``
     names the thread). Fields as for ``POST /threads/{thread_id}/runs``, and
@@ -54,7 +54,11 @@ def create_stateless_run(request, body: StatelessRunCreate):
     return _located(json_response(request, shapes.run_json(run)), run)
 
 
-@stateless.post("/wait", summary="Create a stateless run and wait for its output")
+@stateless.post(
+    "/wait",
+    summary="Create a stateless run and wait for its output",
+    response=answers.RunOutput,
+)
 async def wait_stateless_run(request, body: StatelessRunCreate):
     """As ``POST /runs``, then waits for the run to end and returns what
     ``/threads/{thread_id}/runs/wait`` returns."""
@@ -65,7 +69,11 @@ async def wait_stateless_run(request, body: StatelessRunCreate):
     return response
 
 
-@stateless.post("/stream", summary="Create a stateless run and stream its events (SSE)")
+@stateless.post(
+    "/stream",
+    summary="Create a stateless run and stream its events (SSE)",
+    openapi_extra=answers.EVENT_STREAM,
+)
 async def stream_stateless_run(request, body: StatelessRunCreate):
     """As ``POST /runs``, answered with the run's events as server-sent events, as
     ``/threads/{thread_id}/runs/stream`` sends them."""
@@ -85,7 +93,11 @@ async def _then_ended(events, run: Run, body: StatelessRunCreate):
         await borrow(_ended, run, body)
 
 
-@stateless.post("/batch", summary="Create a batch of stateless background runs")
+@stateless.post(
+    "/batch",
+    summary="Create a batch of stateless background runs",
+    response=list[answers.Run],
+)
 def create_stateless_batch(request, body: list[BatchRunCreate]):
     """Starts each run of the list (1 to 100) as ``POST /runs`` does; returns the
     pending runs in the same order. One refused run refuses the batch (its field named

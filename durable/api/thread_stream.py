@@ -11,7 +11,7 @@ import asyncio
 from ninja import Query, Router, Schema
 
 from durable import sse
-from durable.api import access
+from durable.api import access, answers
 from durable.api.errors import ApiError
 from durable.api.runs import _output, _sdk_events
 from durable.api.schemas import STREAM_MODES, ThreadId
@@ -95,7 +95,11 @@ async def _thread_events(thread_pk: int, modes: set[str], after: int):
         yield sse.event("metadata", {"run_id": str(run.pk), "status": "run_done"})
 
 
-@thread_stream.get("/{thread_id}/stream", summary="Join a thread's stream (SSE)")
+@thread_stream.get(
+    "/{thread_id}/stream",
+    summary="Join a thread's stream (SSE)",
+    openapi_extra=answers.EVENT_STREAM,
+)
 async def join_thread_stream(request, thread_id: ThreadId, query: Query[ThreadStreamQuery]):
     """The thread's runs' events as server-sent events, run after run, from its active
     run on (or, with ``Last-Event-ID: -``, from its first run), until the client

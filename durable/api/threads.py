@@ -92,7 +92,7 @@ def count_threads(request, body: ThreadCount = None):
     return _matching(request, body.metadata, body.status).count()
 
 
-@threads.post("/prune", summary="Prune threads")
+@threads.post("/prune", summary="Prune threads", response=answers.ThreadPruneResponse)
 def prune_threads(request, body: ThreadPrune):
     """Prunes the threads of ``thread_ids``: ``strategy`` ``delete`` (the default)
     deletes each, its runs and all its checkpoints; ``keep_latest`` keeps each thread
@@ -148,7 +148,7 @@ def delete_thread(request, thread_id: ThreadId):
     return 204, None
 
 
-@threads.post("/{thread_id}/copy", summary="Copy a thread")
+@threads.post("/{thread_id}/copy", summary="Copy a thread", response=answers.Thread)
 def copy_thread(request, thread_id: ThreadId):
     """A new thread (new ``thread_id``) with the thread's metadata, graph and every
     checkpoint of its history; runs are not copied. Returns the new thread. 409 while
