@@ -7,6 +7,9 @@
 // so that one scenario's threads never show in another's searches), and reads the one
 // JSON object it prints on stdout: scenario name -> what it returned, or {"__error__":
 // {message, status}} when it threw. `node script.mjs --list` prints the names only.
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
 import { Client } from "@langchain/langgraph-sdk";
 
 // Far longer than any scenario takes; a scenario that hangs fails alone.
@@ -57,6 +60,24 @@ export function texts(messages) {
 
 export function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// `scenario(probe)` while a probe run (tests/helpers/graphs.py) is in its slow node,
+// held there until `probe.release()`; released in the end whatever happens, so that a
+// failing scenario leaves no worker process waiting.
+export async function withProbe(sdk, name, scenario) {
+  const dir = join(process.env.DURABLE_JS_TMP, name);
+  mkdirSync(dir, { recursive: true });
+  const release = () => writeFileSync(join(dir, "release"), "");
+  try {
+    const input = { dir, log: [] };
+    const { thread_id: tid } = await sdk.threads.create();
+    const running = await sdk.runs.create(tid, "probe", { input });
+    for (let i = 0; i < 1200 && !existsSync(join(dir, "slow")); i++) await sleep(50);
+    return await scenario({ tid, running, input, release });
+  } finally {
+    release();
+  }
 }
 
 function describe(error) {

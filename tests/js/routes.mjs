@@ -3,10 +3,8 @@
 // and batch runs, bulk cancel, a thread's stream, prune, rollback, and the answers the
 // SDK types (a run's status, a missing store item, history before a RunnableConfig).
 // Asserted on by tests/worker/test_js_routes.py.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 
-import { collect, refusal, run, sleep } from "./lib.mjs";
+import { collect, refusal, run, sleep, withProbe } from "./lib.mjs";
 
 const EXPENSE = { employee: "Grace Hopper", amount: 42.5, description: "Compiler manual" };
 const APPROVE = { decisions: [{ type: "approve" }] };
@@ -15,24 +13,6 @@ async function atInterrupt(sdk) {
   const { thread_id: tid } = await sdk.threads.create();
   await sdk.runs.wait(tid, "expense_approval", { input: EXPENSE });
   return tid;
-}
-
-// `scenario(probe)` while a probe run (tests/helpers/graphs.py) is in its slow node,
-// held there until `probe.release()`; released in the end whatever happens, so that a
-// failing scenario leaves no worker process waiting.
-async function withProbe(sdk, name, scenario) {
-  const dir = join(process.env.DURABLE_JS_TMP, name);
-  mkdirSync(dir, { recursive: true });
-  const release = () => writeFileSync(join(dir, "release"), "");
-  try {
-    const input = { dir, log: [] };
-    const { thread_id: tid } = await sdk.threads.create();
-    const running = await sdk.runs.create(tid, "probe", { input });
-    for (let i = 0; i < 1200 && !existsSync(join(dir, "slow")); i++) await sleep(50);
-    return await scenario({ tid, running, input, release });
-  } finally {
-    release();
-  }
 }
 
 await run({
@@ -151,12 +131,15 @@ await run({
     });
   },
 
-  // A thread's stream, joined while a run is active (so the run is the stream's first,
-  // whenever the request arrives): the run's events arrive on it up to its end.
+  // A thread's stream, joined while a run is active: the run's events arrive on it up
+  // to its end. The run is let go only once the stream has begun (its first event), as a
+  // thread's stream carries the runs active from when it is joined, not those before.
   async thread_stream(sdk) {
     return withProbe(sdk, "thread_stream", async (probe) => {
       const controller = new AbortController();
       const parts = [];
+      let begun;
+      const joined = new Promise((resolve) => (begun = resolve));
       let failed = null; // kept, not thrown, until the scenario awaits the reader
       const reading = (async () => {
         try {
@@ -164,12 +147,16 @@ await run({
             signal: controller.signal,
           })) {
             parts.push({ event: part.event, data: part.data });
+            begun();
             if (part.event.startsWith("values") && part.data?.log?.includes("after")) break;
           }
         } catch (error) {
           if (!controller.signal.aborted) failed = error;
+        } finally {
+          begun(); // a stream that failed or ended at once lets the run go too
         }
       })();
+      await joined;
       probe.release();
       await sdk.runs.join(probe.tid, probe.running.run_id);
       await Promise.race([reading, sleep(30_000)]); // the stream stays open after the run

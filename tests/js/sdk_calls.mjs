@@ -1,9 +1,9 @@
 // The JS SDK's calls of threads, runs, state, history, the store and assistants, each
 // scenario on a tenant of its own (see lib.mjs). Asserted on by tests/worker/test_js_sdk.py.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { collect, refusal, run, sleep } from "./lib.mjs";
+import { collect, refusal, run, withProbe } from "./lib.mjs";
 
 const EXPENSE = { employee: "Grace Hopper", amount: 42.5, description: "Compiler manual" };
 const APPROVE = { decisions: [{ type: "approve" }] };
@@ -100,14 +100,7 @@ await run({
   // A run held open by the probe graph's slow node (tests/helpers/graphs.py) until
   // DURABLE_JS_TMP/cancel/release exists; a run queued behind it is cancelled at once.
   async cancel(sdk) {
-    const dir = join(process.env.DURABLE_JS_TMP, "cancel");
-    mkdirSync(dir, { recursive: true });
-    const release = () => writeFileSync(join(dir, "release"), "");
-    try {
-      const input = { dir, log: [] };
-      const { thread_id: tid } = await sdk.threads.create();
-      const running = await sdk.runs.create(tid, "probe", { input });
-      for (let i = 0; i < 1200 && !existsSync(join(dir, "slow")); i++) await sleep(50);
+    return withProbe(sdk, "cancel", async ({ tid, running, input, release }) => {
       const busy = await sdk.threads.get(tid);
       const refused = await refusal(sdk.runs.create(tid, "probe", { input }));
       const queued = await sdk.runs.create(tid, "probe", { input, multitaskStrategy: "enqueue" });
@@ -120,12 +113,11 @@ await run({
         refused,
         cancelled_status: cancelled.status,
         out,
-        fast_started: readFileSync(join(dir, "fast"), "utf8").split("\n").filter(Boolean).length,
+        fast_started: readFileSync(join(input.dir, "fast"), "utf8").split("\n").filter(Boolean)
+          .length,
         thread_status: (await sdk.threads.get(tid)).status,
       };
-    } finally {
-      release(); // whatever happened, no worker process is left waiting
-    }
+    });
   },
 
   async store(sdk) {
