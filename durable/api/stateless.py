@@ -121,18 +121,15 @@ def cancel_runs(request, body: RunsCancel, query: Query[CancelQuery]):
     ``interrupt`` or ``rollback``); a run that ended meanwhile is passed over. Answers
     204. 404 for an unknown thread or run."""
     may_change(request)
-    thread = None
     if body.status is None:
         if body.thread_id is None or body.run_ids is None:
             raise ApiError(422, "Send status, or thread_id and run_ids.", "status")
-        thread = access.thread(request, body.thread_id)
-        for run_id in body.run_ids:
-            access.run(request, body.thread_id, run_id)
+        named = [access.run(request, body.thread_id, run_id) for run_id in body.run_ids]
+        found = [run for run in named if run.is_active]
     elif body.thread_id is not None or body.run_ids is not None:
         raise ApiError(422, "Send status, or thread_id and run_ids, not both.", "status")
-    found = engine.runs_to_cancel(
-        request.auth.tenant, status=body.status, thread=thread, run_ids=body.run_ids or ()
-    )
+    else:
+        found = engine.runs_to_cancel(request.auth.tenant, body.status)
     cancel = engine.cancel_with_rollback if query.action == "rollback" else engine.cancel
     for run in found:
         try:
