@@ -123,7 +123,7 @@ def _breakpoints(compiled, nodes: Any, field: str) -> str | list[str] | None:
         return nodes
     if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
         raise InvalidRequest(field, f'{field} must be "*" or a list of node names.')
-    known = [n for n in compiled.nodes if not n.startswith("__")]
+    known = _node_names(compiled)
     if unknown := sorted({n for n in nodes if n not in known}):
         raise InvalidRequest(
             field,
@@ -131,6 +131,11 @@ def _breakpoints(compiled, nodes: Any, field: str) -> str | list[str] | None:
             f"The graph's nodes: {', '.join(known)}.",
         )
     return nodes
+
+
+def _node_names(compiled) -> list[str]:
+    """The graph's own nodes, without LangGraph's ``__start__``."""
+    return [n for n in compiled.nodes if not n.startswith("__")]
 
 
 def _not_before(after_seconds: Any):
@@ -230,7 +235,7 @@ def _goto(compiled, goto: Any) -> Any:
     if not items:
         return None
     # END too: Agent Chat UI's "Mark as resolved" sends it (LangGraph ignores it).
-    nodes = [n for n in compiled.nodes if not n.startswith("__")] + [END]
+    nodes = [*_node_names(compiled), END]
     for item in items:
         if isinstance(item, dict):
             if set(item) - {"node", "input"} or not isinstance(item.get("node"), str):
