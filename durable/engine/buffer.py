@@ -4,7 +4,10 @@ Each stream chunk and lifecycle change is stamped when it happens and buffered; 
 is written (``durable.engine.records.insert_events``: one INSERT and one NOTIFY on
 PostgreSQL) once its oldest has waited ``FLUSH_EVERY`` seconds, by the next chunk or by
 the beat thread while a node runs (``durable.engine.lease``), and the last one in the
-same transaction as the run's outcome.
+same transaction as the run's outcome. The first chunk of each stream mode (the first
+``updates``, the first ``messages`` token) is written at once, with what waited before
+it: a client sees a run's first event when it happens, not a batch later (on a short
+run, with the outcome).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from django.utils import timezone
 
 from durable.engine import records
-from durable.models import Run
+from durable.models import Run, RunEvent
 from durable.values import json_text
 
 # The longest a run's event waits in the worker before it is written (seconds), so that
@@ -33,6 +36,8 @@ class EventBuffer:
         self.run = run
         self._buffer: list[records.Event] = []
         self._oldest: float | None = None  # when the oldest buffered event happened
+        self._modes: set[str] = set()  # the stream modes this attempt has had chunks of
+        self._first_waiting = False  # a mode's first chunk is buffered
         self._lock = threading.Lock()  # the buffer
         self._writing = threading.Lock()  # one batch at a time
 
@@ -46,15 +51,21 @@ class EventBuffer:
             if not self._buffer:
                 self._oldest = time.monotonic()
             self._buffer.append(item)
+            if event != RunEvent.LIFECYCLE and event not in self._modes:
+                self._modes.add(event)
+                self._first_waiting = True
 
     def due(self) -> bool:
         oldest = self._oldest
-        return oldest is not None and time.monotonic() - oldest >= FLUSH_EVERY
+        if oldest is None:
+            return False
+        return self._first_waiting or time.monotonic() - oldest >= FLUSH_EVERY
 
     def flush(self) -> None:
         """Write the buffered events, unless the run was handed to another attempt
         (whose events they are not)."""
         with self._writing:
+            first_waiting = self._first_waiting
             batch = self.take()
             try:
                 records.insert_events(self.run, batch)
@@ -62,10 +73,12 @@ class EventBuffer:
                 with self._lock:
                     self._buffer[:0] = batch
                     self._oldest = time.monotonic()
+                    self._first_waiting = first_waiting
                 raise
 
     def take(self) -> list[records.Event]:
         """The buffered events, which the caller writes."""
         with self._lock:
             batch, self._buffer, self._oldest = self._buffer, [], None
+            self._first_waiting = False
         return batch
