@@ -95,4 +95,4 @@ app.autodiscover_tasks(["durable.engine"])
 # transport hands every transport option to SQLAlchemy's create_engine, so
 # ``broker_transport_options={"polling_interval": ...}`` fails there; the class default
 # is the setting that works.
-kombu_sqlalchemy.Transport.polling_interval = 0.05
+kombu_sqlalchemy.Transport.polling_interval = 0.01

@@ -29,8 +29,8 @@ Settings (seconds unless said otherwise):
   retention policies (``durable.retention``).
 - ``DURABLE_EVENTS_LISTEN`` (``True``): on PostgreSQL, followers of a run are woken by
   LISTEN/NOTIFY (``durable.engine.follow``); ``False``: they poll.
-- ``DURABLE_EVENTS_POLL_SECONDS`` (0.2): how often a follower polls when it does not
-  listen.
+- ``DURABLE_EVENTS_POLL_SECONDS`` (0.2): the longest a follower that does not listen
+  waits between two polls (it polls sooner at first: ``durable.engine.follow``).
 - ``DURABLE_EVENTS_FALLBACK_SECONDS`` (2.0): how often a listening follower reads anyway.
 - ``DURABLE_EVENT_READERS`` (4): how many borrowed reads of one process hold a database
   connection at once (``durable.db.borrow``); read once, when the first read is made.

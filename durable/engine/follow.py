@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -35,12 +35,25 @@ def _status(run_id: int) -> str | None:
 async def wait_until_final(run_id: int) -> str | None:
     """Wait until run ``run_id`` has left ``pending`` and ``running``; return its final
     status, or ``None`` when the run no longer exists (its thread was deleted)."""
+    return await read_when_final(run_id, _status)
+
+
+def _final_then(run_id: int, read: Callable[[int], T]) -> tuple[bool, T | None]:
+    if _status(run_id) in Run.ACTIVE:
+        return False, None
+    return True, read(run_id)
+
+
+async def read_when_final(run_id: int, read: Callable[[int], T]) -> T:
+    """Wait until run ``run_id`` has ended (or no longer exists), then return
+    ``read(run_id)``, an ORM function run on the borrowed connection that saw the
+    status: one borrow fewer than waiting, then reading."""
     async with _watching(run_id) as pause:
         while True:
             pause.clear()
-            status = await borrow(_status, run_id)
-            if status not in Run.ACTIVE:
-                return status
+            final, value = await borrow(_final_then, run_id, read)
+            if final:
+                return value
             await pause()
 
 
@@ -109,6 +122,7 @@ async def follow(run_id: int, after: int = 0) -> AsyncIterator[Event | End | Kee
                 yield event
             if batch:
                 after, quiet_since = batch[-1].seq, time.monotonic()
+                pause.news()
                 if len(batch) == BATCH:
                     continue
             if status not in Run.ACTIVE:
@@ -132,28 +146,43 @@ class _Pause:
     committed), and the process's ``_Listener`` wakes the streams that follow that run.
     They still read every ``DURABLE_EVENTS_FALLBACK_SECONDS``, for what sends no
     notification (a run deleted by a rollback) and while the listener reconnects.
-    Otherwise (SQLite, or ``DURABLE_EVENTS_LISTEN`` off) a stream reads every
-    ``DURABLE_EVENTS_POLL_SECONDS``."""
+    Otherwise (SQLite, or ``DURABLE_EVENTS_LISTEN`` off) a stream polls: first after
+    ``FIRST_POLL``, then each interval ``GROWTH`` times the last, up to
+    ``DURABLE_EVENTS_POLL_SECONDS``, and soon again after a read that found events
+    (``news``). Most runs move within their first moments, where a fixed interval cost
+    each wait up to a whole interval; a quiet stream reads about 10 times in its
+    first second, then once an interval."""
+
+    FIRST_POLL = 0.01
+    GROWTH = 1.5
 
     def __init__(self, listener: _Listener | None):
         self.listener = listener
         self.woken = asyncio.Event()
+        self.interval = self.FIRST_POLL
 
     def clear(self) -> None:
         # Cleared before each read: a notification that arrives during the read is kept.
         self.woken.clear()
 
+    def news(self) -> None:
+        """The last read found events: poll soon again, as more are likely."""
+        self.interval = self.FIRST_POLL
+
+    def _poll(self) -> float:
+        interval = self.interval
+        self.interval = min(interval * self.GROWTH, conf.DURABLE_EVENTS_POLL_SECONDS)
+        return interval
+
     async def __call__(self) -> None:
-        poll = conf.DURABLE_EVENTS_POLL_SECONDS
         if self.listener is None:
-            await asyncio.sleep(poll)
+            await asyncio.sleep(self._poll())
             return
         # Until the listener is connected, poll; it wakes every stream once it is.
         listening = self.listener.listening.is_set()
+        timeout = conf.DURABLE_EVENTS_FALLBACK_SECONDS if listening else self._poll()
         try:
-            await asyncio.wait_for(
-                self.woken.wait(), conf.DURABLE_EVENTS_FALLBACK_SECONDS if listening else poll
-            )
+            await asyncio.wait_for(self.woken.wait(), timeout)
         except TimeoutError:
             pass
 
