@@ -186,8 +186,7 @@ def _output(run_id: int) -> dict:
 
 
 async def _wait_output(run_id: int) -> dict:
-    await follow.wait_until_final(run_id)
-    return await borrow(_output, run_id)
+    return await follow.read_when_final(run_id, _output)
 
 
 @runs.post(

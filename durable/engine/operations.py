@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from langgraph.constants import END
 
@@ -43,7 +43,7 @@ from durable.engine.checks import (
     run_options,
 )
 from durable.engine.options import command_for, graph_options
-from durable.engine.records import lock_thread, set_thread_status
+from durable.engine.records import lock_thread, lock_thread_named, set_thread_status
 from durable.engine.state import config_for, graph_of, thread_state
 from durable.engine.update import NOTHING_NEXT, apply
 from durable.graphs import get_graph
@@ -103,6 +103,22 @@ def _new_thread(tenant: Tenant, name: str | None, **fields) -> Thread:
     return Thread.objects.create(tenant=tenant, thread_id=key, name=name or key, **fields)
 
 
+def _named_thread(tenant: Tenant, name: str, graph: str) -> tuple[Thread, bool]:
+    """Inside a transaction: ``tenant``'s thread ``name`` under its lock, found in one
+    statement, or a new one (then ``created``; a row no other transaction can see yet
+    needs no lock). Of two requests that create the same name at once, the one whose
+    INSERT loses waits for the other's thread and locks it."""
+    try:
+        thread, created = lock_thread_named(tenant, name), False
+        if thread is None:
+            with transaction.atomic():
+                thread, created = _new_thread(tenant, name, graph=graph), True
+    except IntegrityError:
+        thread = lock_thread_named(tenant, name)
+    thread.tenant = tenant  # read again by the audit row otherwise
+    return thread, created
+
+
 def update_thread_metadata(thread: Thread, metadata: dict) -> Thread:
     """Merge ``metadata`` into the thread's, as the Agent Server's ``PATCH /threads/{id}``
     does: its keys replace the same keys of the thread's metadata, the other keys stay.
@@ -156,11 +172,8 @@ def start(
     with transaction.atomic():
         if name is None:
             thread, created = _new_thread(tenant, None, graph=graph), True
-        else:  # get_or_create: two requests may create the same name at once
-            thread, created = tenant.threads.get_or_create(
-                name=name, defaults={"thread_id": str(uuid.uuid4()), "graph": graph}
-            )
-        thread = lock_thread(thread)
+        else:
+            thread, created = _named_thread(tenant, name, graph)
         if not thread.graph:  # created bare: its first run binds it to a graph
             thread.graph = graph
             thread.save(update_fields=["graph", "updated_at"])

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from durable import conf
 from durable.engine.checks import InvalidRequest
-from durable.engine.records import has_active_runs, set_thread_status
+from durable.engine.records import dispatched, has_active_runs, set_thread_status
 from durable.engine.state import config_for
 from durable.graphs import get_graph
 from durable.models import Run, RunEvent, Thread
@@ -31,15 +31,18 @@ from durable.models import Run, RunEvent, Thread
 @dataclass
 class Sends:
     """What the broker must do once the transaction that changed the runs commits:
-    ``revoke`` the messages (task ids) of pending runs that ended or were deleted, and
-    dispatch the next run of each thread in ``next_of`` (thread primary keys)."""
+    ``revoke`` the messages (task ids) of pending runs that ended or were deleted,
+    dispatch the next run of each thread in ``next_of`` (thread primary keys), and send
+    the messages of the ``ready`` runs, written already marked as dispatched
+    (``records.dispatched``)."""
 
     revoke: list[str] = field(default_factory=list)
     next_of: list[int] = field(default_factory=list)
+    ready: list[Run] = field(default_factory=list)
 
     def __or__(self, other: Sends) -> Sends:
         next_of = self.next_of + [pk for pk in other.next_of if pk not in self.next_of]
-        return Sends(self.revoke + other.revoke, next_of)
+        return Sends(self.revoke + other.revoke, next_of, self.ready + other.ready)
 
 
 def active_runs(thread: Thread) -> list[Run]:
@@ -71,23 +74,28 @@ def submit(thread: Thread, *, multitask_strategy: str, **fields) -> tuple[Run, S
             f"{active[0].status}); pass multitask_strategy enqueue, interrupt or rollback "
             "to run anyway.",
         )
+    # With no active run the new one is the thread's next: written marked as
+    # dispatched, its message goes at commit without reading the thread's runs again.
     run = Run.objects.create(
         thread=thread,
         graph=thread.graph,
         multitask_strategy=multitask_strategy,
         timeout_seconds=conf.DURABLE_RUN_TIMEOUT_SECONDS,
+        **({} if active else dispatched()),
         **fields,
     )
-    RunEvent.objects.append(
-        run.pk,
-        RunEvent.LIFECYCLE,
-        {"status": run.status, "kind": run.kind, "requested_by": run.requested_by},
-    )
+    # Its first event: no one writes a run's events before the run is committed, so
+    # this is seq 1, one INSERT with no numbering (``RunEvent.objects.append``) and no
+    # NOTIFY (no one follows a run that does not exist yet).
+    first = {"status": run.status, "kind": run.kind, "requested_by": run.requested_by}
+    RunEvent.objects.bulk_create([RunEvent(run=run, seq=1, event=RunEvent.LIFECYCLE, data=first)])
+    set_thread_status(thread.pk, Thread.Status.BUSY)
+    if not active:
+        return run, Sends(ready=[run])
     sends = Sends()
     if multitask_strategy in (Run.MultitaskStrategy.INTERRUPT, Run.MultitaskStrategy.ROLLBACK):
         for old in active:
             sends |= _displace(old, multitask_strategy, run)
-    set_thread_status(thread.pk, Thread.Status.BUSY)
     return run, sends | Sends(next_of=[thread.pk])
 
 

@@ -14,7 +14,6 @@ back.
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import datetime, timedelta
 
 from celery import current_app
@@ -98,9 +97,9 @@ def send_unsent(limit: int = 100) -> int:
 
 
 def _mark(run: Run) -> str:
-    task_id = str(uuid.uuid4())
-    Run.objects.filter(pk=run.pk).update(task_id=task_id, dispatched_at=timezone.now())
-    return task_id
+    fields = records.dispatched()
+    Run.objects.filter(pk=run.pk).update(**fields)
+    return fields["task_id"]
 
 
 def _send(run_pk: int, task_id: str, not_before: datetime | None = None) -> bool:
@@ -144,8 +143,11 @@ def revoke(task_id: str) -> None:
 
 def send(sends: Sends) -> None:
     """Carry out what the queueing rules asked for (``policy.Sends``) once the current
-    transaction commits: the revocations, then each thread's next run."""
+    transaction commits: the revocations, the ready runs' messages, then each thread's
+    next run."""
     for task_id in sends.revoke:
         revoke(task_id)
+    for run in sends.ready:
+        transaction.on_commit(lambda run=run: _send(run.pk, run.task_id, run.not_before))
     for thread_pk in sends.next_of:
         transaction.on_commit(lambda pk=thread_pk: dispatch_next(pk))

@@ -9,6 +9,7 @@ talks to the broker.
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -52,7 +53,16 @@ def lock_thread(thread: Thread | int) -> Thread:
     sees what the lock's previous holder committed. Raises ``Thread.DoesNotExist``. (The
     PostgreSQL statements below take the same lock in SQL: ``_LOCK_THREAD``.)"""
     pk = thread if isinstance(thread, int) else thread.pk
-    return Thread.objects.select_for_update(no_key=True).get(pk=pk)
+    return _locking().get(pk=pk)
+
+
+def lock_thread_named(tenant, name: str) -> Thread | None:
+    """``lock_thread`` for ``tenant``'s thread named ``name``; ``None`` if it has none."""
+    return _locking().filter(tenant=tenant, name=name).first()
+
+
+def _locking():
+    return Thread.objects.select_for_update(no_key=True)
 
 
 def must_wait(run: Run) -> bool:
@@ -78,6 +88,12 @@ def not_due(run: Run, now: dt.datetime) -> bool:
 def held(run: Run):
     """The run's row, if ``run.attempt`` still holds it: the fence of a worker's writes."""
     return Run.objects.filter(pk=run.pk, attempt=run.attempt, status=Run.Status.RUNNING)
+
+
+def dispatched() -> dict:
+    """The fields that mark a pending run's message as on its way: a fresh Celery task
+    id (so that a cancel can revoke it) and when it was sent."""
+    return {"task_id": str(uuid.uuid4()), "dispatched_at": timezone.now()}
 
 
 def has_active_runs(thread_pk: int) -> bool:

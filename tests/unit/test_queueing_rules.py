@@ -5,9 +5,10 @@ and these tests read both. Also ``engine.close``, on a thread run in this proces
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from durable import conf, engine
-from durable.engine import policy, records
+from durable.engine import policy, queue, records
 from durable.graphs import get_graph
 from durable.models import AuditEvent, Run, RunEvent, Tenant, Thread
 from examples.expense_approval import EXAMPLE_INPUT
@@ -47,15 +48,21 @@ def test_reject_refuses_a_run_on_a_busy_thread_and_writes_nothing(thread):
     assert thread.runs.count() == 1
 
 
-def test_a_submitted_run_is_pending_the_thread_busy_and_its_dispatch_asked_for(thread):
+def test_a_submitted_run_on_an_idle_thread_is_pending_and_written_dispatched(thread):
     run, sends = policy.submit(thread, multitask_strategy=Run.MultitaskStrategy.REJECT, **START)
 
     assert run.status == Run.Status.PENDING
     assert run.timeout_seconds == conf.DURABLE_RUN_TIMEOUT_SECONDS
     assert Thread.objects.get(pk=thread.pk).status == Thread.Status.BUSY
-    assert RunEvent.objects.get(run=run).data["status"] == "pending"
-    assert sends == policy.Sends(next_of=[thread.pk])
+    event = RunEvent.objects.get(run=run)
+    assert (event.seq, event.data["status"]) == (1, "pending")
+    # It is the thread's next run, so its message is marked as on its way in the same
+    # row (the outbox does not resend it) and goes once the transaction commits.
     assert policy.next_run(thread.pk) == run
+    stored = Run.objects.get(pk=run.pk)
+    assert stored.task_id and stored.dispatched_at is not None
+    assert not queue.unsent(timezone.now()).filter(pk=run.pk).exists()
+    assert sends == policy.Sends(ready=[run])
 
 
 def test_enqueue_queues_behind_the_active_run_oldest_first(thread):
