@@ -6,6 +6,7 @@ Each check raises ``InvalidRequest(field, message)``: ``field`` names the input 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -107,21 +108,7 @@ def check_input_types(compiled, values: dict, field: str) -> None:
     (``add_messages`` a message, a string, a tuple, a list of them), not the type of the
     value it keeps. No key is required, and a graph whose types have no JSON schema is
     not checked. Raises ``InvalidRequest(field)`` naming each key at fault."""
-    try:
-        schema = compiled.get_input_jsonschema()
-    except (PydanticUserError, TypeError):
-        return
-    properties = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(properties, dict):
-        return
-    channels = compiled.builder.channels
-    kept = {
-        key: prop
-        for key, prop in properties.items()
-        if key in values and isinstance(channels.get(key), LastValue)
-    }
-    checked = {"type": "object", "properties": kept, "$defs": schema.get("$defs", {})}
-    validator = _validator(checked)
+    validator = _input_validator(compiled, frozenset(values))
     if validator is None:
         return
     errors = sorted(validator.iter_errors(values), key=lambda e: list(map(str, e.absolute_path)))
@@ -131,6 +118,29 @@ def check_input_types(compiled, values: dict, field: str) -> None:
             for error in errors[:MAX_SCHEMA_PROBLEMS]
         )
         raise InvalidRequest(field, f"Does not match the graph's input schema: {problems}.")
+
+
+# Cached: LangGraph builds the input schema anew on each call (~2 ms, the most of a run
+# request's checks), and checking a schema against its metaschema costs as much again.
+# Keyed by the registry's compiled graph; bounded, as a copy of one would be a new key.
+@functools.lru_cache(maxsize=256)
+def _input_validator(compiled, keys: frozenset[str]):
+    """A validator of the ``keys`` of the graph's input JSON schema whose channel is a
+    ``LastValue``, or ``None`` when there is nothing to check."""
+    try:
+        schema = compiled.get_input_jsonschema()
+    except (PydanticUserError, TypeError):
+        return None
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return None
+    channels = compiled.builder.channels
+    kept = {
+        key: prop
+        for key, prop in properties.items()
+        if key in keys and isinstance(channels.get(key), LastValue)
+    }
+    return _validator({"type": "object", "properties": kept, "$defs": schema.get("$defs", {})})
 
 
 def _path(error: ValidationError) -> str:
