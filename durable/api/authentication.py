@@ -4,6 +4,8 @@ role may change anything (``may_change``), and how runs and the audit trail name
 
 from __future__ import annotations
 
+import asyncio
+
 from django.http import HttpRequest
 from ninja.security import APIKeyHeader
 
@@ -19,10 +21,21 @@ class TenantToken(APIKeyHeader):
     anything."""
 
     param_name = "x-api-key"
-    # Async, so that ninja awaits it on a borrowed connection (``durable.db.borrow``), given
-    # back at once: a sync check would hold its request thread's connection for as long
-    # as a stream of server-sent events stays open.
+    # For an async operation, awaited on a borrowed connection (``durable.db.borrow``),
+    # given back at once: a sync check would hold its request thread's connection for
+    # as long as a stream of server-sent events stays open. A sync operation already
+    # runs on a thread with a connection of its own, which it gives back when it
+    # answers: checked there, without ninja's hop back to the event loop and the
+    # borrow's hop to another thread.
     is_async = True
+
+    def __call__(self, request):
+        key = self._get_key(request)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a sync operation's thread
+            return tenancy.authenticate(key)
+        return self.authenticate(request, key)
 
     async def authenticate(self, request, key):
         return await borrow(tenancy.authenticate, key)
