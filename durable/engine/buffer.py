@@ -5,9 +5,9 @@ is written (``durable.engine.records.insert_events``: one INSERT and one NOTIFY 
 PostgreSQL) once its oldest has waited ``FLUSH_EVERY`` seconds, by the next chunk or by
 the beat thread while a node runs (``durable.engine.lease``), and the last one in the
 same transaction as the run's outcome. The first chunk of each stream mode (the first
-``updates``, the first ``messages`` token) is written at once, with what waited before
-it: a client sees a run's first event when it happens, not a batch later (on a short
-run, with the outcome).
+``updates``, the first ``messages`` token) is ``urgent``: the beat thread, woken, writes it
+at once with what waited before it, while the graph goes on. A client sees a run's first
+event when it happens, not a batch later (on a short run, with the outcome).
 """
 
 from __future__ import annotations
@@ -56,10 +56,13 @@ class EventBuffer:
                 self._first_waiting = True
 
     def due(self) -> bool:
+        """Whether the oldest buffered event has waited ``FLUSH_EVERY``."""
         oldest = self._oldest
-        if oldest is None:
-            return False
-        return self._first_waiting or time.monotonic() - oldest >= FLUSH_EVERY
+        return oldest is not None and time.monotonic() - oldest >= FLUSH_EVERY
+
+    def urgent(self) -> bool:
+        """Whether a stream mode's first chunk waits: to be written now."""
+        return self._first_waiting
 
     def flush(self) -> None:
         """Write the buffered events, unless the run was handed to another attempt

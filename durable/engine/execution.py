@@ -288,6 +288,8 @@ class _Execution:
         try:
             if self.events.due():
                 self.events.flush()
+            elif self.events.urgent():
+                self.lease.flush_soon()
             self.lease.renew_now_and_then()
         except Exception as exc:
             if not sql.is_fault(exc):

@@ -87,7 +87,7 @@ class Lease:
             if self._released:
                 return
             try:
-                if self.events.due():
+                if self.events.due() or self.events.urgent():
                     self.events.flush()
                 if time.monotonic() - self.last_renewal >= conf.DURABLE_HEARTBEAT_SECONDS:
                     self.renew()
@@ -95,6 +95,10 @@ class Lease:
                 logger.exception("run %s: lease renewal failed", self.run.pk)
             if self._overdue():
                 self._hard_stop()
+
+    def flush_soon(self) -> None:
+        """Have the beat thread write the buffered events now, not at its next beat."""
+        _beat.wake()
 
     def renew_now_and_then(self) -> None:
         if time.monotonic() - self.last_renewal >= RENEW_AFTER_CHUNK_EVERY:
@@ -163,7 +167,8 @@ class Lease:
 
 class _Beat:
     """One thread per worker process that beats for the leases of the runs under way
-    (``Lease.beat``) every ``FLUSH_EVERY`` seconds (or heartbeat, when shorter), started
+    (``Lease.beat``) every ``FLUSH_EVERY`` seconds (or heartbeat, when shorter), or at once
+    when woken for a run's urgent events (``Lease.flush_soon``), started
     with the process's first run: a thread of its own per run cost a start and a join,
     each a wait for the scheduler, on every run. ``in_pool_child``: whether this process
     is a prefork pool process, which a hard stop may kill (``mark_pool_child``)."""
@@ -172,6 +177,7 @@ class _Beat:
         self.in_pool_child = False
         self._leases: set[Lease] = set()
         self._changed = threading.Condition()
+        self._woken = threading.Event()  # beat now: a run has urgent events
         self._thread: threading.Thread | None = None
         self._pid = 0
 
@@ -185,6 +191,9 @@ class _Beat:
             self._leases.add(lease)
             self._changed.notify()
 
+    def wake(self) -> None:
+        self._woken.set()
+
     def discard(self, lease: Lease) -> None:
         with self._changed:
             self._leases.discard(lease)
@@ -194,7 +203,8 @@ class _Beat:
             with self._changed:
                 while not self._leases:
                     self._changed.wait()
-            time.sleep(min(FLUSH_EVERY, conf.DURABLE_HEARTBEAT_SECONDS))
+            self._woken.wait(min(FLUSH_EVERY, conf.DURABLE_HEARTBEAT_SECONDS))
+            self._woken.clear()
             with self._changed:
                 leases = list(self._leases)
             try:
