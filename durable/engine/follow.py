@@ -21,7 +21,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 from durable import conf
 from durable.db import borrow
-from durable.engine.records import CHANNEL
+from durable.engine.records import CHANNEL, CHUNKS_ONLY
 from durable.models import Run, RunEvent
 
 logger = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ async def read_when_final(run_id: int, read: Callable[[int], T]) -> T:
     """Wait until run ``run_id`` has ended (or no longer exists), then return
     ``read(run_id)``, an ORM function run on the borrowed connection that saw the
     status: one borrow fewer than waiting, then reading."""
-    async with _watching(run_id) as pause:
+    async with _watching(run_id, ends_only=True) as pause:
         while True:
             pause.clear()
             final, value = await borrow(_final_then, run_id, read)
@@ -188,13 +188,15 @@ class _Pause:
 
 
 @asynccontextmanager
-async def _watching(run_id: int):
+async def _watching(run_id: int, ends_only: bool = False):
+    """A ``_Pause`` woken by the run's notifications; with ``ends_only``, by those that
+    may change its status only (not by ``CHUNKS_ONLY`` ones)."""
     listener = _listener()
     pause = _Pause(listener)
     if listener is None:
         yield pause
         return
-    waiter = (asyncio.get_running_loop(), pause.woken)
+    waiter = (asyncio.get_running_loop(), pause.woken, ends_only)
     listener.watch(run_id, waiter)
     try:
         yield pause
@@ -225,10 +227,12 @@ class _Listener:
             if not self._waiting[run_id]:
                 del self._waiting[run_id]
 
-    def _wake(self, run_ids) -> None:
+    def _wake(self, run_ids, chunks_only: bool = False) -> None:
         with self._lock:
             waiters = [w for run_id in run_ids for w in self._waiting.get(run_id, ())]
-        for loop, woken in waiters:
+        for loop, woken, ends_only in waiters:
+            if chunks_only and ends_only:
+                continue
             try:
                 loop.call_soon_threadsafe(woken.set)
             except RuntimeError:  # that stream's event loop has closed
@@ -255,8 +259,11 @@ class _Listener:
             while not self._stop.is_set():
                 # A timeout, so that stop() is seen within a second.
                 for note in conn.notifies(timeout=1.0):
-                    if note.payload.isdigit():
-                        self._wake([int(note.payload)])
+                    run_id, chunks = note.payload, False
+                    if run_id.endswith(CHUNKS_ONLY):
+                        run_id, chunks = run_id.removesuffix(CHUNKS_ONLY), True
+                    if run_id.isdigit():
+                        self._wake([int(run_id)], chunks)
 
     def stop(self) -> None:
         self._stop.set()

@@ -25,11 +25,15 @@ from psycopg.types.json import Jsonb
 from durable import conf
 from durable import db as sql
 from durable.history import newest_checkpoint_id
-from durable.models import Checkpoint, Run, RunEvent, Thread, numbered
+from durable.models import Checkpoint, Run, RunEvent, Tenant, Thread, numbered
 
 USING = "default"
-# PostgreSQL's channel for "run <id> has new events": the payload is the run's id.
+# PostgreSQL's channel for "run <id> has new events": the payload is the run's id, and
+# ``CHUNKS_ONLY`` after it when they are stream chunks only, with no lifecycle change
+# (every change of a run's status writes a lifecycle event), so that a follower waiting
+# for the run's end need not read.
 CHANNEL = "durable_run_events"
+CHUNKS_ONLY = " chunks"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,7 @@ _THREAD = Thread._meta.db_table
 _CHECKPOINT = Checkpoint._meta.db_table
 _RUN_FIELDS = Run._meta.concrete_fields
 _THREAD_FIELDS = Thread._meta.concrete_fields
+_TENANT_FIELDS = Tenant._meta.concrete_fields
 
 
 def _literal(*values: str) -> str:
@@ -189,8 +194,12 @@ def _event_params(run_id: int, events: Sequence[Event]) -> dict:
         "data": Jsonb("[" + ",".join(e.data for e in events) + "]", dumps=_identity),
         "at": [e.at for e in events],
         "channel": CHANNEL,
-        "run_text": str(run_id),
+        "run_text": str(run_id) + ("" if _changes_status(events) else CHUNKS_ONLY),
     }
+
+
+def _changes_status(events: Sequence[Event]) -> bool:
+    return any(e.event == RunEvent.LIFECYCLE for e in events)
 
 
 # -- events ------------------------------------------------------------------------------
@@ -287,6 +296,12 @@ _LOCK_THREAD = (
     f"SELECT {', '.join(_q(f.column) for f in _THREAD_FIELDS)}, {{commit}} FROM {_THREAD}"
     f" WHERE id = (SELECT thread_id FROM {_RUN} WHERE id = %(run)s) FOR NO KEY UPDATE"
 )
+# The thread's tenant, which the run's store is scoped by (``graphs.thread_graph``).
+_TENANT_OF = (
+    f"SELECT {', '.join(_q(f.column) for f in _TENANT_FIELDS)} FROM {Tenant._meta.db_table}"
+    f" WHERE id = (SELECT tenant_id FROM {_THREAD}"
+    f" WHERE id = (SELECT thread_id FROM {_RUN} WHERE id = %(run)s))"
+)
 # ``must_wait`` in SQL: an earlier run of the thread is running, or still waits.
 _MUST_WAIT = (
     f"EXISTS (SELECT 1 FROM {_RUN} o WHERE o.thread_id = {_RUN}.thread_id"
@@ -313,13 +328,15 @@ _LEAVE_WAITING = (
 
 
 def _claim_postgresql(run_id: int, worker: str, now, lease) -> Run | None:
-    """One round trip: the thread's lock and the claim, as one transaction. A run left
-    pending takes another, to give its message back (again under the lock)."""
+    """One round trip: the thread's lock and the claim, as one transaction, and the
+    thread's tenant. A run left pending takes another, to give its message back (again
+    under the lock)."""
     params = {"run": run_id, "worker": worker, "now": now, "lease": lease}
     with sql.pipeline(USING) as execute:
         locked = execute(_LOCK_THREAD.format(commit=_commit()), params)
         claimed = execute(_CLAIM, params)
-    thread_row, run_row = locked.fetchone(), claimed.fetchone()
+        tenant = execute(_TENANT_OF, params)
+    thread_row, run_row, tenant_row = locked.fetchone(), claimed.fetchone(), tenant.fetchone()
     if thread_row is None:
         return None
     if run_row is None:
@@ -329,6 +346,7 @@ def _claim_postgresql(run_id: int, worker: str, now, lease) -> Run | None:
         return None
     run = _instance(Run, _RUN_FIELDS, run_row)
     run.thread = _instance(Thread, _THREAD_FIELDS, thread_row[:-1])
+    run.thread.tenant = _instance(Tenant, _TENANT_FIELDS, tenant_row)
     return run
 
 
@@ -359,7 +377,7 @@ def _claim_orm(run_id: int, worker: str, now, lease) -> Run | None:
         )
     if not claimed:
         return None
-    return Run.objects.select_related("thread").get(pk=run_id)
+    return Run.objects.select_related("thread__tenant").get(pk=run_id)
 
 
 # -- the outcome -------------------------------------------------------------------------

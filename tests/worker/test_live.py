@@ -10,12 +10,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection
 
 from durable import conf, engine
 from durable.engine import follow as events
+from durable.engine import records
 from durable.models import Run, RunEvent
 from tests.helpers.graphs import release, runs_of
 from tests.helpers.processes import WEB_APPLICATION_NAME, WEB_POOL_SIZE, pg_connections
@@ -202,3 +204,52 @@ def test_on_postgresql_new_events_wake_the_streams(worker, tmp_path, monkeypatch
         events.stop_listening()
     assert status == "success"
     assert seen.count("updates") == 3  # fast, slow, then after: all after the release
+
+
+def notify(payload: str) -> None:
+    with psycopg.connect(**events._connection_params(), autocommit=True) as conn:
+        conn.execute("SELECT pg_notify(%s, %s)", [records.CHANNEL, payload])
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_on_postgresql_a_wait_sleeps_through_a_runs_chunks_and_wakes_at_its_end(
+    worker, tmp_path, monkeypatch
+):
+    """A wait reads the run's status only when it may have changed: a notification of
+    stream chunks only wakes the run's streams, not its waits. The run's end (a
+    lifecycle event) wakes both: with polling put off for ten minutes, the wait ends
+    when the run does."""
+    monkeypatch.setattr(settings, "DURABLE_EVENTS_FALLBACK_SECONDS", 600, raising=False)
+    monkeypatch.setattr(settings, "DURABLE_EVENTS_POLL_SECONDS", 600, raising=False)
+    run = start_probe(tmp_path)
+
+    async def woken(pause) -> bool:
+        try:
+            await asyncio.wait_for(pause.woken.wait(), 2)
+        except TimeoutError:
+            return False
+        return True
+
+    async def scenario():
+        async with (
+            events._watching(run.pk) as stream,
+            events._watching(run.pk, ends_only=True) as wait,
+        ):
+            await asyncio.to_thread(wait_for, events._listener().listening.is_set)
+            await asyncio.sleep(0.5)  # past the listener's wake of everyone once connected
+            stream.clear(), wait.clear()
+            await asyncio.to_thread(notify, f"{run.pk}{records.CHUNKS_ONLY}")
+            chunks = (await woken(stream), await woken(wait))
+            stream.clear(), wait.clear()
+            await asyncio.to_thread(notify, str(run.pk))
+            lifecycle = (await woken(stream), await woken(wait))
+        release(tmp_path)
+        return chunks, lifecycle, await events.wait_until_final(run.pk)
+
+    try:
+        chunks, lifecycle, status = asyncio.run(asyncio.wait_for(scenario(), 120))
+    finally:
+        events.stop_listening()
+    assert chunks == (True, False)
+    assert lifecycle == (True, True)
+    assert status == "success"
