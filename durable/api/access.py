@@ -32,7 +32,10 @@ def find_thread(request: HttpRequest, name: str) -> Thread | None:
     """The tenant's thread named ``name`` (``Thread.name``: the id the tenant gave it;
     the checkpointer's own id is never shown), or ``None``. Routes take ``name`` as a
     ``schemas.ThreadId``, text the table can hold."""
-    return threads(request).filter(name=name).first()
+    found = threads(request).filter(name=name).first()
+    if found is not None:
+        found.tenant = request.auth.tenant  # the store and the audit read it
+    return found
 
 
 def thread_not_found(name: str) -> ApiError:

@@ -6,7 +6,6 @@ a worker executes it, and its events reach clients as the Agent Server's SSE str
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
@@ -62,15 +61,6 @@ def _asked(body: RunCreate) -> dict:
     }
 
 
-def _resume_args(pending: list[str], value: Any) -> dict:
-    """``command.resume`` as ``engine.resume`` arguments: a map whose keys are all pending
-    interrupt ids answers each by id (LangGraph's resume map); anything else is the
-    answer to the one pending interrupt."""
-    if isinstance(value, dict) and value and set(value) <= set(pending):
-        return {"answers": value}
-    return {"value": value}
-
-
 def _create_run(request, name: str, body: RunCreate) -> Run:
     """The run ``body`` asks for on the thread named ``name``: ``input`` starts the
     graph (from ``checkpoint_id``: not served; no input goes on from the thread's next
@@ -118,11 +108,10 @@ def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None)
     command = body.command
     goto = command.goto
     if checkpoint_id is None:
-        pending = [i.id for i in engine.pending_interrupts(thread)]
-        resume = {} if command.resume is None else _resume_args(pending, command.resume)
+        # A map of pending interrupt ids answers each by id (the engine tells them apart).
         return engine.resume(
             thread,
-            **resume,
+            command.resume,
             goto=goto,
             update=command.update,
             **_options(request, body),
@@ -141,11 +130,8 @@ def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None)
             "multitask_strategy must be reject.",
             "multitask_strategy",
         )
-    pending = [i.id for i in engine.state_at(thread, checkpoint_id).interrupts]
     options = {k: v for k, v in _options(request, body).items() if k != "multitask_strategy"}
-    return engine.answer_again(
-        thread, checkpoint_id, **_resume_args(pending, command.resume), **options
-    )
+    return engine.answer_again(thread, checkpoint_id, command.resume, **options)
 
 
 def _run_path(run: Run) -> str:
@@ -173,7 +159,7 @@ def create_run(request, thread_id: ThreadId, body: RunCreate):
 def _output(run_id: int) -> dict:
     """What ``wait`` and ``join`` return once the run has ended: the thread's values,
     with ``__interrupt__`` when it stopped at interrupts, or ``__error__``."""
-    run = Run.objects.select_related("thread").filter(pk=run_id).first()
+    run = Run.objects.select_related("thread__tenant").filter(pk=run_id).first()
     if run is None:
         return {"__error__": {"error": "RunDeleted", "message": "The run no longer exists."}}
     if run.status == Run.Status.ERROR:
