@@ -218,6 +218,16 @@ def checkpoint_config(thread: Thread, checkpoint_id: Any, checkpoint_ns: str = "
     }
 
 
+def resume_by_id(pending: list[Interrupt], value: Any, answers: Any) -> tuple[Any, Any]:
+    """``(value, answers)``, with a ``value`` that is LangGraph's resume map (a non-empty
+    JSON object whose keys are all ids of ``pending`` interrupts, as in
+    ``Command(resume={interrupt_id: value})``) taken as ``answers``."""
+    if answers is None and isinstance(value, dict) and value:
+        if set(value) <= {i.id for i in pending}:
+            return None, value
+    return value, answers
+
+
 def resume_command(pending: list[Interrupt], value: Any, answers: Any) -> dict:
     """``{"resume": ...}`` answering ``pending``: ``value`` for a lone interrupt, or
     ``answers`` ``{interrupt_id: value}``. Each answer to an interrupt whose value carries

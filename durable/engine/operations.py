@@ -39,6 +39,7 @@ from durable.engine.checks import (
     checked_name,
     checkpoint_config,
     compiled_graph,
+    resume_by_id,
     resume_command,
     run_options,
 )
@@ -209,7 +210,8 @@ def resume(
 
     Pass ``value`` when one interrupt is pending: the graph is resumed with
     ``Command(resume=value)``. Pass ``answers`` ``{interrupt_id: value}`` to answer
-    several at once: ``Command(resume=answers)`` (LangGraph's resume map). On a thread
+    several at once: ``Command(resume=answers)`` (LangGraph's resume map); a ``value``
+    that is such a map is taken as ``answers`` (``checks.resume_by_id``). On a thread
     with next tasks but no recorded interrupt (stopped at a breakpoint), ``value`` goes
     to the next ``interrupt()`` that runs. ``goto`` (node names or ``{"node", "input"}``
     sends) and ``update`` (state keys) are the ``Command``'s own. Raises
@@ -220,6 +222,7 @@ def resume(
     # A bare thread (no graph yet) has nothing to resume: command_for says so.
     compiled = graph_of(thread) if thread.graph or goto or update else None
     state = thread_state(thread)
+    value, answers = resume_by_id(list(state.interrupts), value, answers)
     command = command_for(compiled, state, thread.name, value, answers, goto, update)
     options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     options |= graph_options(compiled, **asked)
@@ -412,6 +415,7 @@ def answer_again(
         raise InvalidRequest(
             "checkpoint_id", f"Checkpoint {checkpoint_id!r} has no interrupt to answer."
         )
+    value, answers = resume_by_id(pending, value, answers)
     command = resume_command(pending, value, answers)
     options = run_options(metadata, durability, "reject", requested_by, stream_modes)
     with transaction.atomic():
