@@ -4,10 +4,12 @@ Each stream chunk and lifecycle change is stamped when it happens and buffered; 
 is written (``durable.engine.records.insert_events``: one INSERT and one NOTIFY on
 PostgreSQL) once its oldest has waited ``FLUSH_EVERY`` seconds, by the next chunk or by
 the beat thread while a node runs (``durable.engine.lease``), and the last one in the
-same transaction as the run's outcome. The first chunk of each stream mode (the first
-``updates``, the first ``messages`` token) is ``urgent``: the beat thread, woken, writes it
+same transaction as the run's outcome. The first chunk of each stream mode the run was
+asked for (``Run.stream_modes``: what its followers read, such as the first ``updates`` of
+a stream or the first ``messages`` token) is ``urgent``: the beat thread, woken, writes it
 at once with what waited before it, while the graph goes on. A client sees a run's first
-event when it happens, not a batch later (on a short run, with the outcome).
+event when it happens, not a batch later (on a short run, with the outcome); the modes
+the engine records for itself stay batched.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from django.utils import timezone
 
 from durable.engine import records
-from durable.models import Run, RunEvent
+from durable.models import Run
 from durable.values import json_text
 
 # The longest a run's event waits in the worker before it is written (seconds), so that
@@ -36,7 +38,10 @@ class EventBuffer:
         self.run = run
         self._buffer: list[records.Event] = []
         self._oldest: float | None = None  # when the oldest buffered event happened
-        self._modes: set[str] = set()  # the stream modes this attempt has had chunks of
+        # The RunEvent names of the modes asked for (LangGraph names messages-tuple
+        # chunks "messages"), and those this attempt has had chunks of.
+        self._asked = {"messages" if m == "messages-tuple" else m for m in run.stream_modes}
+        self._modes: set[str] = set()
         self._first_waiting = False  # a mode's first chunk is buffered
         self._lock = threading.Lock()  # the buffer
         self._writing = threading.Lock()  # one batch at a time
@@ -51,7 +56,7 @@ class EventBuffer:
             if not self._buffer:
                 self._oldest = time.monotonic()
             self._buffer.append(item)
-            if event != RunEvent.LIFECYCLE and event not in self._modes:
+            if event in self._asked and event not in self._modes:
                 self._modes.add(event)
                 self._first_waiting = True
 
@@ -61,7 +66,7 @@ class EventBuffer:
         return oldest is not None and time.monotonic() - oldest >= FLUSH_EVERY
 
     def urgent(self) -> bool:
-        """Whether a stream mode's first chunk waits: to be written now."""
+        """Whether the first chunk of a mode asked for waits: to be written now."""
         return self._first_waiting
 
     def flush(self) -> None:
