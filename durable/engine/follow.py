@@ -35,19 +35,21 @@ def _status(run_id: int) -> str | None:
 async def wait_until_final(run_id: int) -> str | None:
     """Wait until run ``run_id`` has left ``pending`` and ``running``; return its final
     status, or ``None`` when the run no longer exists (its thread was deleted)."""
-    return await read_when_final(run_id, _status)
+    return await read_when_final(run_id)
 
 
-def _final_then(run_id: int, read: Callable[[int], T]) -> tuple[bool, T | None]:
-    if _status(run_id) in Run.ACTIVE:
+def _final_then(run_id: int, read: Callable[[int], T] | None) -> tuple[bool, Any]:
+    status = _status(run_id)
+    if status in Run.ACTIVE:
         return False, None
-    return True, read(run_id)
+    return True, status if read is None else read(run_id)
 
 
-async def read_when_final(run_id: int, read: Callable[[int], T]) -> T:
+async def read_when_final(run_id: int, read: Callable[[int], T] | None = None) -> T:
     """Wait until run ``run_id`` has ended (or no longer exists), then return
     ``read(run_id)``, an ORM function run on the borrowed connection that saw the
-    status: one borrow fewer than waiting, then reading."""
+    status (one borrow fewer than waiting, then reading); without ``read``, the final
+    status, as ``wait_until_final``."""
     async with _watching(run_id, ends_only=True) as pause:
         while True:
             pause.clear()
