@@ -308,15 +308,9 @@ def start_aegra() -> Server:
         HOST="127.0.0.1",
         PORT=str(port),
     )
-    log = WORK / "aegra.log"
-    proc = server.spawn(
-        [str(path / "bin" / "python"), "-m", "uvicorn", "aegra_api.main:app",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        log, cwd=GRAPHS_DIR, env=env,
-    )  # fmt: skip
-    server.url = f"http://127.0.0.1:{port}"
-    wait_until_up(f"{server.url}/info", proc, log)
-    return server
+    args = [str(path / "bin" / "python"), "-m", "uvicorn", "aegra_api.main:app",
+            "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    return serve_peer(server, args, port, env, "/info")
 
 
 def start_agent_server() -> Server:
@@ -324,14 +318,18 @@ def start_agent_server() -> Server:
     server = Server("agent-server")
     port = free_port()
     env = dict(os.environ, LANGSMITH_TRACING="false", LANGGRAPH_CLI_NO_ANALYTICS="1")
-    log = WORK / "agent-server.log"
-    proc = server.spawn(
-        [str(path / "bin" / "langgraph"), "dev", "--no-browser", "--no-reload",
-         "--host", "127.0.0.1", "--port", str(port), "--config", "langgraph.json"],
-        log, cwd=GRAPHS_DIR, env=env,
-    )  # fmt: skip
+    args = [str(path / "bin" / "langgraph"), "dev", "--no-browser", "--no-reload",
+            "--host", "127.0.0.1", "--port", str(port), "--config", "langgraph.json"]  # fmt: skip
+    return serve_peer(server, args, port, env, "/ok")
+
+
+def serve_peer(server: Server, args: list[str], port: int, env: dict, health: str) -> Server:
+    """Start a peer from the graphs' folder (which its ``langgraph.json`` is in), logging
+    to ``var/bench_api/<name>.log``, and wait until ``health`` answers."""
+    log = WORK / f"{server.name}.log"
+    proc = server.spawn(args, log, cwd=GRAPHS_DIR, env=env)
     server.url = f"http://127.0.0.1:{port}"
-    wait_until_up(f"{server.url}/ok", proc, log)
+    wait_until_up(f"{server.url}{health}", proc, log)
     return server
 
 
