@@ -1,0 +1,36 @@
+"""Every table of the ``durable`` app, one module per group: the checkpoint tables
+behind ``DjangoSaver`` (``checkpoints``), tenants and their tokens (``tenancy``),
+threads, runs and their events (``runs``), the store's items (``store``), the audit
+trail and retention policies (``audit``)."""
+
+from durable.models.audit import AuditEvent, AuditEventQuerySet, RetentionPolicy
+from durable.models.checkpoints import (
+    THREAD_ID_MAX_LENGTH,
+    Checkpoint,
+    CheckpointBlob,
+    CheckpointWrite,
+)
+from durable.models.runs import SEQ_ATTEMPTS, Run, RunEvent, RunEventManager, Thread, numbered
+from durable.models.store import StoreItem
+from durable.models.tenancy import ApiToken, Membership, Role, Tenant
+
+__all__ = [
+    "THREAD_ID_MAX_LENGTH",
+    "SEQ_ATTEMPTS",
+    "ApiToken",
+    "AuditEvent",
+    "AuditEventQuerySet",
+    "Checkpoint",
+    "CheckpointBlob",
+    "CheckpointWrite",
+    "Membership",
+    "RetentionPolicy",
+    "Role",
+    "Run",
+    "RunEvent",
+    "RunEventManager",
+    "StoreItem",
+    "Tenant",
+    "Thread",
+    "numbered",
+]

@@ -1,0 +1,78 @@
+"""Tenants, their members' roles and their API tokens."""
+
+from django.conf import settings
+from django.db import models
+
+
+class Tenant(models.Model):
+    """Who a thread belongs to. ``slug`` is the tenant's id where one is shown or stored
+    (API tokens, store namespaces): it never changes once created."""
+
+    DEFAULT_SLUG = "default"
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        # A staff auditor: reads every tenant's threads and audit trail, changes nothing.
+        permissions = [("audit_all_tenants", "Can read every tenant's threads and audit trail")]
+
+    def __str__(self):
+        return self.slug
+
+    @classmethod
+    def default(cls) -> "Tenant":
+        """The tenant of threads created without one (scripts, the embedded demo); made
+        by migration 0010, which moved every earlier thread into it."""
+        tenant, _ = cls.objects.get_or_create(slug=cls.DEFAULT_SLUG, defaults={"name": "Default"})
+        return tenant
+
+
+class Role(models.TextChoices):
+    """What a member (or an API token) may do in its tenant: a viewer reads; an
+    operator also resumes, forks, replays, cancels and deletes; an admin also manages
+    the tenant's tokens and retention."""
+
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+
+class Membership(models.Model):
+    """``user`` belongs to ``tenant`` with ``role``."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "tenant"], name="membership_once_per_tenant")
+        ]
+
+    def __str__(self):
+        return f"{self.user} in {self.tenant} ({self.role})"
+
+
+class ApiToken(models.Model):
+    """A tenant's API key, sent as the ``x-api-key`` header (what ``langgraph-sdk``
+    sends for ``api_key=``). Only its SHA-256 ``digest`` is stored: the token is a
+    random 256-bit secret, shown once when created (``durable.tenancy.create_token``),
+    so a fast hash is enough and a leaked table reveals no usable key."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.OPERATOR)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=12, editable=False, help_text="To recognise it.")
+    created_by = models.CharField(max_length=150, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    def __str__(self):
+        return f"{self.tenant}: {self.name} ({self.prefix}…)"
