@@ -14,6 +14,7 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import validator_for
 from langgraph.channels import LastValue
 from langgraph.constants import END
+from langgraph.pregel._utils import is_xxh3_128_hexdigest
 from langgraph.types import Interrupt
 from pydantic import PydanticUserError
 
@@ -221,10 +222,17 @@ def checkpoint_config(thread: Thread, checkpoint_id: Any, checkpoint_ns: str = "
 def resume_by_id(pending: list[Interrupt], value: Any, answers: Any) -> tuple[Any, Any]:
     """``(value, answers)``, with a ``value`` that is LangGraph's resume map (a non-empty
     JSON object whose keys are all ids of ``pending`` interrupts, as in
-    ``Command(resume={interrupt_id: value})``) taken as ``answers``."""
+    ``Command(resume={interrupt_id: value})``) taken as ``answers``.
+
+    Raises ``InvalidRequest("resume")`` for a ``value`` whose keys all have the form of
+    interrupt ids when some are not pending: LangGraph would take it as a resume map
+    too (``langgraph/pregel/_loop.py``), answer nothing and ask again."""
     if answers is None and isinstance(value, dict) and value:
         if set(value) <= {i.id for i in pending}:
             return None, value
+        if all(isinstance(key, str) and is_xxh3_128_hexdigest(key) for key in value):
+            unknown = sorted(set(value) - {i.id for i in pending})
+            raise InvalidRequest("resume", f"Not pending here: {', '.join(unknown)}.")
     return value, answers
 
 

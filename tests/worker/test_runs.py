@@ -296,6 +296,9 @@ def test_bad_requests_name_the_field_and_change_nothing(worker):
         ("checkpoint_id", lambda: engine.answer_again(thread, first, APPROVE)),
         ("answers", lambda: engine.answer_again(thread, at, answers={"0" * 32: APPROVE})),
         ("answers", lambda: engine.resume(thread, answers={"not-an-interrupt": 1})),
+        # Shaped as a resume map, which LangGraph would take it for: it would answer nothing.
+        ("resume", lambda: engine.resume(thread, {"0" * 32: APPROVE})),
+        ("resume", lambda: engine.answer_again(thread, at, {pending_id: APPROVE, "f" * 32: 1})),
         ("answers", lambda: engine.resume(thread, answers={pending_id: float("inf")})),
         ("durability", lambda: engine.resume(thread, APPROVE, durability="fast")),
         ("multitask_strategy", lambda: engine.resume(thread, APPROVE, multitask_strategy="x")),
