@@ -99,7 +99,7 @@ def worker_env(broker: str | None = None) -> dict:
     env.update(
         DATABASE_URL=_database_url(),
         CELERY_BROKER_URL=broker or broker_url(),
-        DJANGO_SETTINGS_MODULE="dashboard.settings",
+        DJANGO_SETTINGS_MODULE="tests.settings",
         PYTHONUNBUFFERED="1",
         # libpq names every PostgreSQL connection of the worker, so tests can count them.
         PGAPPNAME=WORKER_APPLICATION_NAME,
