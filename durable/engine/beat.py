@@ -1,0 +1,45 @@
+"""The cron schedules, for Celery beat: the one module that writes django-celery-beat's
+tables. A ``Cron`` row is the source of truth; its ``PeriodicTask`` (named
+``cron:<cron_id>``, on a ``CrontabSchedule`` in the cron's timezone) only wakes
+``fire_cron`` up in a worker at each slot, and follows the row on every create, change
+and delete (``follow``). Beat's ``DatabaseScheduler`` reads these tables as they change,
+so a new cron needs no restart."""
+
+from __future__ import annotations
+
+import json
+
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+from durable.models import Cron
+from durable.tasknames import CRON_TASK
+
+
+def follow(cron: Cron) -> None:
+    """Make the cron's ``PeriodicTask`` say what the row says (schedule, timezone,
+    enabled), inside the caller's transaction."""
+    minute, hour, day_of_month, month_of_year, day_of_week = cron.schedule.split()
+    crontab, _ = CrontabSchedule.objects.get_or_create(
+        minute=minute,
+        hour=hour,
+        day_of_month=day_of_month,
+        month_of_year=month_of_year,
+        day_of_week=day_of_week,
+        timezone=cron.timezone,
+    )
+    PeriodicTask.objects.update_or_create(
+        name=cron.task_name,
+        defaults={
+            "task": CRON_TASK,
+            "crontab": crontab,
+            "args": json.dumps([cron.pk]),
+            "enabled": cron.enabled,
+            "description": f"{cron.tenant.slug}: {cron.assistant_id}",
+        },
+    )
+
+
+def forget(cron: Cron) -> None:
+    """Delete the cron's ``PeriodicTask`` (its ``CrontabSchedule`` may serve others)."""
+    for task in PeriodicTask.objects.filter(name=cron.task_name):
+        task.delete()  # one by one: the delete signal tells beat the schedule changed
