@@ -1,0 +1,142 @@
+"""Crons end to end: the official ``langgraph-sdk``'s ``crons.*`` against the console
+served by uvicorn, a real Celery beat (django-celery-beat's ``DatabaseScheduler``) that
+picks a new cron up without a restart and fires it, a real worker that runs what it
+started, one run for two fires of one slot, and a fire's own thread deleted after its
+run."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connections
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.errors import UnprocessableEntityError
+
+from durable.engine import crons
+from durable.models import Cron, Run, Tenant, Thread
+from tests.helpers.processes import BeatProcess
+from tests.helpers.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GREETING = {"user_id": "ada"}
+
+
+@pytest.fixture
+def client(web, api_key):
+    with get_sync_client(url=f"{web.url}/api", api_key=api_key) as sdk:
+        yield sdk
+
+
+@pytest.fixture
+def beat(worker, tmp_path):
+    process = BeatProcess(tmp_path / "beat.log").start()
+    yield process
+    process.stop()
+
+
+def test_the_python_sdk_s_crons_calls(client):
+    thread = client.threads.create()["thread_id"]
+    on_thread = client.crons.create_for_thread(
+        thread, "preferences", schedule="0 9 * * 1-5", input=GREETING, timezone="Europe/Paris"
+    )
+    assert on_thread["thread_id"] == thread and on_thread["timezone"] == "Europe/Paris"
+    alone = client.crons.create(
+        "preferences", schedule="*/5 * * * *", input=GREETING, metadata={"team": "growth"}
+    )
+    assert alone["thread_id"] is None and alone["on_run_completed"] == "delete"
+    assert client.crons.count() == 2
+    assert client.crons.count(thread_id=thread) == 1
+    found = client.crons.search(metadata={"team": "growth"})
+    assert [c["cron_id"] for c in found] == [alone["cron_id"]]
+    changed = client.crons.update(alone["cron_id"], schedule="0 * * * *", enabled=False)
+    assert changed["schedule"] == "0 * * * *" and changed["enabled"] is False
+    assert client.crons.search(enabled=False)[0]["cron_id"] == alone["cron_id"]
+    with pytest.raises(UnprocessableEntityError) as refused:
+        client.crons.create("preferences", schedule="every day", input=GREETING)
+    assert refused.value.response.json()["field"] == "schedule"
+    client.crons.delete(alone["cron_id"])
+    assert client.crons.count() == 1
+    assert not PeriodicTask.objects.filter(name=f"cron:{alone['cron_id']}").exists()
+
+
+def test_beat_fires_a_new_cron_and_its_run_succeeds(client, beat):
+    """Beat is already running when the cron is made. Time is faked where the scheduler
+    reads it: the cron's slot is set to now and its beat task's last fire to two minutes
+    ago, so the once-a-minute cron is due at once instead of at the next minute."""
+    made = client.crons.create(
+        "preferences", schedule="* * * * *", input=GREETING, on_run_completed="keep"
+    )
+    cron = Cron.objects.get(cron_id=made["cron_id"])
+    slot = timezone.now().replace(microsecond=0)
+    Cron.objects.filter(pk=cron.pk).update(next_run_date=slot)
+    task = PeriodicTask.objects.get(name=cron.task_name)
+    task.last_run_at = timezone.now() - timedelta(minutes=2)
+    task.save()  # tells beat its schedule changed
+    run = wait_for(
+        lambda: Run.objects.filter(cron=cron).first(), timeout=40, message="the cron's run"
+    )
+    wait_for(
+        lambda: Run.objects.get(pk=run.pk).status == "success",
+        timeout=30,
+        message="the cron's run to succeed",
+    )
+    assert Run.objects.get(pk=run.pk).requested_by == f"cron:{cron.cron_id}"
+    cron.refresh_from_db()
+    assert cron.last_run_date == slot and cron.next_run_date > slot
+    assert client.runs.get(run.thread.name, str(run.pk))["status"] == "success"
+    assert Run.objects.filter(cron=cron).count() == 1
+
+
+def test_two_fires_of_one_slot_start_one_run(worker):
+    cron = crons.create_cron(
+        "preferences",
+        "* * * * *",
+        tenant=Tenant.default(),
+        assistant_id="preferences",
+        payload={"input": GREETING},
+        on_run_completed="keep",
+    )
+    barrier, started = threading.Barrier(2), []
+
+    def fire():
+        try:
+            barrier.wait()
+            started.append(crons.fire(cron.pk, now=cron.next_run_date))
+        finally:
+            connections.close_all()
+
+    fires = [threading.Thread(target=fire) for _ in range(2)]
+    for t in fires:
+        t.start()
+    for t in fires:
+        t.join()
+    assert sorted(r is not None for r in started) == [False, True]
+    assert Run.objects.filter(cron=cron).count() == 1
+
+
+def test_a_fire_s_own_thread_is_deleted_after_its_run(worker):
+    cron = crons.create_cron(
+        "preferences",
+        "* * * * *",
+        tenant=Tenant.default(),
+        assistant_id="preferences",
+        payload={"input": GREETING},
+    )
+    run = crons.fire(cron.pk, now=cron.next_run_date)
+    thread = run.thread_pk
+    seen = []
+
+    def ended_then_gone():
+        status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        if status:
+            seen.append(status)
+        return not Thread.objects.filter(pk=thread).exists()
+
+    wait_for(ended_then_gone, timeout=30, message="the fire's thread to be deleted")
+    assert "success" in seen
+    assert Cron.objects.filter(pk=cron.pk).exists()
