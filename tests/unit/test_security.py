@@ -48,6 +48,9 @@ CONSOLE = {
     "cancel-run": ("POST", "run", True),
     "store": ("GET", "tenant", False),
     "audit": ("GET", "tenant", False),
+    "crons": ("GET", "tenant", False),
+    "cron-enable": ("POST", "cron", True),
+    "cron-delete": ("POST", "cron", True),
     "switch-tenant": ("POST", "tenant", False),
 }
 # Outside the matrix: the login pages themselves and the Django admin (its own login).
@@ -108,6 +111,7 @@ def console_url(name: str, needs: str, world: dict) -> str:
         "run": [world["run"].pk],
         "checkpoint": [thread.pk, checkpoint],
         "event": [world["run"].pk, 1],
+        "cron": [world["cron"].pk],
     }[needs]
     query = f"?a={checkpoint}&b={checkpoint}" if name == "diff" else ""
     return reverse(name, args=args) + query
