@@ -451,10 +451,12 @@ class ThreadCronCreate(CronRun):
     timezone: str | None = None
     end_time: datetime | None = None
     enabled: bool = True
+    # The JS SDK sends it for a thread's cron too, where every fire keeps the thread.
+    on_run_completed: Literal["delete", "keep"] = "delete"
 
 
 class CronCreate(ThreadCronCreate):
-    on_run_completed: Literal["delete", "keep"] = "delete"
+    """A cron whose every fire runs on a new thread."""
 
 
 class CronPatch(CronRun):
