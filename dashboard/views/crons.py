@@ -12,8 +12,7 @@ from dashboard import access
 from dashboard.forms import CronForm
 from dashboard.http import see_other
 from dashboard.present.crons import rows
-from durable.engine import InvalidRequest
-from durable.engine import crons as engine_crons
+from durable import engine
 
 
 @require_http_methods(["GET", "POST"])
@@ -26,7 +25,7 @@ def cron_list(request):
         if form.is_valid():
             data = form.cleaned_data
             try:
-                engine_crons.create_cron(
+                engine.create_cron(
                     data["assistant_id"],
                     data["schedule"],
                     tenant=request.tenant,
@@ -37,7 +36,7 @@ def cron_list(request):
                     payload={"input": data["input"]},
                     requested_by=request.user,
                 )
-            except InvalidRequest as exc:
+            except engine.InvalidRequest as exc:
                 form.refused(exc)
             else:
                 return see_other(reverse("crons"))
@@ -55,7 +54,7 @@ def cron_enable(request, pk: int):
     cron = access.cron_or_404(request, pk)
     access.require_operator(request)
     enabled = request.POST.get("enabled") == "1"
-    engine_crons.update_cron(cron, {"enabled": enabled}, requested_by=request.user)
+    engine.update_cron(cron, {"enabled": enabled}, requested_by=request.user)
     return see_other(reverse("crons"))
 
 
@@ -64,5 +63,5 @@ def cron_delete(request, pk: int):
     """Delete cron ``pk`` (its runs stay); 303 to the page."""
     cron = access.cron_or_404(request, pk)
     access.require_operator(request)
-    engine_crons.delete_cron(cron, requested_by=request.user)
+    engine.delete_cron(cron, requested_by=request.user)
     return see_other(reverse("crons"))

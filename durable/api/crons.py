@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from ninja import Router
 
+from durable import engine
 from durable.api import access, answers, shapes
 from durable.api.authentication import caller, may_change
 from durable.api.document import refusal
@@ -22,7 +23,6 @@ from durable.api.schemas import (
     ThreadId,
     stream_modes,
 )
-from durable.engine import crons as engine_crons
 from durable.models import Cron
 from durable.persistence.metadata import MetadataKeyEquals
 
@@ -69,7 +69,7 @@ def _payload(body: CronRun, fields: set[str] | None = None) -> dict:
 def _create(request, body: ThreadCronCreate, thread=None, on_run_completed: str = "delete"):
     graph = _graph(body.assistant_id)
     may_change(request)
-    cron = engine_crons.create_cron(
+    cron = engine.create_cron(
         graph,
         body.schedule,
         tenant=request.auth.tenant,
@@ -165,7 +165,7 @@ def update_cron(request, cron_id: str, body: CronPatch):
     for key in ("schedule", "timezone", "end_time", "enabled", "on_run_completed"):
         if key in sent and (getattr(body, key) is not None or key == "end_time"):
             changes[key] = getattr(body, key)
-    changed = engine_crons.update_cron(cron, changes, requested_by=caller(request))
+    changed = engine.update_cron(cron, changes, requested_by=caller(request))
     return shapes.cron_json(changed)
 
 
@@ -174,5 +174,5 @@ def delete_cron(request, cron_id: str):
     """Deletes the cron; the runs it started stay."""
     cron = access.cron(request, cron_id)
     may_change(request)
-    engine_crons.delete_cron(cron, requested_by=caller(request))
+    engine.delete_cron(cron, requested_by=caller(request))
     return 204, None

@@ -17,7 +17,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import UnprocessableEntityError
 
 from durable.engine import crons
-from durable.models import Cron, Run, Tenant, Thread
+from durable.models import AuditEvent, Cron, Run, Tenant, Thread
 from tests.helpers.processes import BeatProcess
 from tests.helpers.waiting import wait_for
 
@@ -140,3 +140,5 @@ def test_a_fire_s_own_thread_is_deleted_after_its_run(worker):
     wait_for(ended_then_gone, timeout=30, message="the fire's thread to be deleted")
     assert "success" in seen
     assert Cron.objects.filter(pk=cron.pk).exists()
+    deleted = AuditEvent.objects.get(action="delete", thread_name=run.thread.name)
+    assert deleted.actor == "system" and str(cron.cron_id) in deleted.reason
