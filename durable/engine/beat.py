@@ -3,12 +3,15 @@ tables. A ``Cron`` row is the source of truth; its ``PeriodicTask`` (named
 ``cron:<cron_id>``, on a ``CrontabSchedule`` in the cron's timezone) only wakes
 ``fire_cron`` up in a worker at each slot, and follows the row on every create, change
 and delete (``follow``). Beat's ``DatabaseScheduler`` reads these tables as they change,
-so a new cron needs no restart."""
+so a new cron needs no restart. A deleted cron's task goes with it however the row goes
+(``delete_cron``, or its thread deleted: ``forget``)."""
 
 from __future__ import annotations
 
 import json
 
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from durable.models import Cron
@@ -39,7 +42,9 @@ def follow(cron: Cron) -> None:
     )
 
 
-def forget(cron: Cron) -> None:
-    """Delete the cron's ``PeriodicTask`` (its ``CrontabSchedule`` may serve others)."""
-    for task in PeriodicTask.objects.filter(name=cron.task_name):
+@receiver(post_delete, sender=Cron, dispatch_uid="durable-cron-beat-task")
+def forget(sender, instance: Cron, **kwargs) -> None:
+    """A cron row was deleted (by ``delete_cron``, or with its thread): delete its
+    ``PeriodicTask`` in the same transaction (its ``CrontabSchedule`` may serve others)."""
+    for task in PeriodicTask.objects.filter(name=instance.task_name):
         task.delete()  # one by one: the delete signal tells beat the schedule changed

@@ -19,6 +19,7 @@ are never replayed in a burst. Once ``end_time`` has passed the cron is disabled
 
 from __future__ import annotations
 
+import functools
 import logging
 from datetime import datetime, timedelta
 from typing import Any
@@ -107,8 +108,9 @@ def check_timezone(name: Any) -> str:
     return name
 
 
-def _zone_names() -> set[str]:
-    return available_timezones() | {"UTC"}
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones() | {"UTC"})
 
 
 def check_end_time(end_time: Any, now: datetime) -> datetime | None:
@@ -243,10 +245,12 @@ def update_cron(cron: Cron, changes: dict, *, requested_by: Any = None) -> Cron:
     enabled = bool(changes.get("enabled", cron.enabled))
     with transaction.atomic():
         cron = Cron.objects.select_for_update().get(pk=cron.pk)
+        moved = (schedule, zone, enabled) != (cron.schedule, cron.timezone, cron.enabled)
+        if moved or cron.next_run_date is None:
+            cron.next_run_date = next_slot(schedule, zone, now) if enabled else None
         cron.schedule, cron.timezone, cron.end_time = schedule, zone, end_time
         cron.on_run_completed, cron.payload, cron.enabled = on_run_completed, payload, enabled
         cron.metadata = payload.get("metadata") or {}
-        cron.next_run_date = next_slot(schedule, zone, now) if enabled else None
         cron.save()
         beat.follow(cron)
         _audit(audit.Action.CRON_UPDATE, cron, requested_by, sorted(changes))
@@ -254,10 +258,10 @@ def update_cron(cron: Cron, changes: dict, *, requested_by: Any = None) -> Cron:
 
 
 def delete_cron(cron: Cron, *, requested_by: Any = None) -> None:
-    """Delete ``cron`` and its beat task; the runs it started stay, no longer marked."""
+    """Delete ``cron`` and so its beat task (``beat.forget``); the runs it started stay,
+    no longer marked."""
     with transaction.atomic():
         _audit(audit.Action.CRON_DELETE, cron, requested_by)
-        beat.forget(cron)
         cron.delete()
 
 

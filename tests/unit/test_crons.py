@@ -215,3 +215,28 @@ def test_a_cron_past_its_end_is_disabled_and_fires_no_more():
     assert not cron.enabled and cron.next_run_date is None
     assert not PeriodicTask.objects.get(name=cron.task_name).enabled
     assert not Run.objects.exists()
+
+
+def test_a_thread_s_crons_and_their_beat_tasks_go_with_the_thread(operator_api):
+    operator_api("post", "/threads", {"thread_id": "daily"})
+    body = {"assistant_id": "preferences", "schedule": "0 8 * * *", "input": GREETING}
+    assert operator_api("post", "/threads/daily/runs/crons", body)[0] == 200
+    assert PeriodicTask.objects.filter(task=CRON_TASK).count() == 1
+    assert operator_api("delete", "/threads/daily")[0] == 204
+    assert nothing_stored()
+
+
+def test_a_patch_that_leaves_the_schedule_keeps_the_due_slot(operator_api):
+    _, made = operator_api(
+        "post",
+        "/runs/crons",
+        {"assistant_id": "preferences", "schedule": "* * * * *", "input": GREETING},
+    )
+    slot = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
+    Cron.objects.update(next_run_date=slot)  # fired by beat, not yet claimed
+    path = f"/runs/crons/{made['cron_id']}"
+    assert operator_api("patch", path, {"metadata": {"k": "v"}})[0] == 200
+    assert Cron.objects.get().next_run_date == slot
+    assert Cron.objects.get().metadata == {"k": "v"}
+    assert operator_api("patch", path, {"schedule": "0 * * * *"})[0] == 200
+    assert Cron.objects.get().next_run_date.minute == 0
