@@ -88,8 +88,13 @@ def test_a_cron_s_run_is_marked_on_its_run_and_thread_pages(
     with django_capture_on_commit_callbacks():
         run = crons.fire(cron.pk, now=cron.next_run_date)
     assert Run.objects.get().cron_id == cron.pk
+    mark = f'href="{reverse("crons")}#cron-{cron.pk}" class="cron-mark"'
     for page in (reverse("run", args=[run.pk]), reverse("thread", args=[run.thread_pk])):
-        assert 'class="cron-mark"' in client.get(page).content.decode()
+        assert mark in client.get(page).content.decode()
+    assert (
+        "started by cron <code>30 9 * * 1-5</code>"
+        in client.get(reverse("run", args=[run.pk])).content.decode()
+    )
     listed = client.get(reverse("crons")).content.decode()
     assert f"run {run.pk}: pending" in listed
 
