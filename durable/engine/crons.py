@@ -26,7 +26,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from celery.schedules import ParseException, crontab_parser
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from django.db import transaction
 from django.utils import timezone as dj_timezone
 
@@ -90,6 +90,10 @@ def check_schedule(schedule: Any) -> str:
             ) from None
     if not croniter.is_valid(" ".join(fields)):
         raise InvalidRequest("schedule", f"schedule {schedule!r} is not a cron expression.")
+    try:
+        next_slot(" ".join(fields), "UTC", dj_timezone.now())
+    except CroniterBadDateError:  # 31 February, say
+        raise InvalidRequest("schedule", f"schedule {schedule!r} names no date.") from None
     return " ".join(fields)
 
 
