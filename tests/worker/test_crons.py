@@ -64,32 +64,57 @@ def test_the_python_sdk_s_crons_calls(client):
     assert not PeriodicTask.objects.filter(name=f"cron:{alone['cron_id']}").exists()
 
 
-def test_beat_fires_a_new_cron_and_its_run_succeeds(client, beat):
-    """Beat is already running when the cron is made. Time is faked where the scheduler
-    reads it: the cron's slot is set to now and its beat task's last fire to two minutes
-    ago, so the once-a-minute cron is due at once instead of at the next minute."""
-    made = client.crons.create(
-        "preferences", schedule="* * * * *", input=GREETING, on_run_completed="keep"
-    )
-    cron = Cron.objects.get(cron_id=made["cron_id"])
-    slot = timezone.now().replace(microsecond=0)
+def _fake_last_fire(cron: Cron, slot, ago: timedelta) -> None:
+    """The cron's slot is ``slot``, and beat last fired its task ``ago``: so beat finds
+    it due at once (a once-a-minute cron last fired over a minute ago)."""
     Cron.objects.filter(pk=cron.pk).update(next_run_date=slot)
     task = PeriodicTask.objects.get(name=cron.task_name)
-    task.last_run_at = timezone.now() - timedelta(minutes=2)
+    task.last_run_at = timezone.now() - ago
     task.save()  # tells beat its schedule changed
+
+
+def test_beat_fires_a_new_cron_and_skips_a_missed_slot(client, beat):
+    """Beat is already running when the crons are made. Time is faked where the
+    scheduler reads it, so that the once-a-minute crons are due at once rather than at
+    the next minute: one's slot is now, the other's was ten minutes ago, as if beat had
+    been down since. The first runs, and its run succeeds; the second's slot is skipped
+    (no run, no burst of the ten missed ones) and it waits for its next slot."""
+    made = [
+        client.crons.create(
+            "preferences", schedule="* * * * *", input=GREETING, on_run_completed="keep"
+        )
+        for _ in range(2)
+    ]
+    due, missed = (Cron.objects.get(cron_id=m["cron_id"]) for m in made)
+    now = timezone.now().replace(microsecond=0)
+    _fake_last_fire(missed, now - timedelta(minutes=10), timedelta(minutes=11))
+    _fake_last_fire(due, now, timedelta(minutes=2))
     run = wait_for(
-        lambda: Run.objects.filter(cron=cron).first(), timeout=40, message="the cron's run"
+        lambda: Run.objects.filter(cron=due).order_by("pk").first(),
+        timeout=40,
+        message="the cron's run",
     )
     wait_for(
         lambda: Run.objects.get(pk=run.pk).status == "success",
         timeout=30,
         message="the cron's run to succeed",
     )
-    assert Run.objects.get(pk=run.pk).requested_by == f"cron:{cron.cron_id}"
-    cron.refresh_from_db()
-    assert cron.last_run_date == slot and cron.next_run_date > slot
+    assert Run.objects.get(pk=run.pk).requested_by == f"cron:{due.cron_id}"
     assert client.runs.get(run.thread.name, str(run.pk))["status"] == "success"
-    assert Run.objects.filter(cron=cron).count() == 1
+    wait_for(
+        lambda: Cron.objects.get(pk=missed.pk).next_run_date > now - timedelta(seconds=1),
+        timeout=20,
+        message="the missed slot to be skipped",
+    )
+    # One run per slot claimed: the faked one, and the next real minute's if the test
+    # crossed it (each fire records its slot as last_run_date; the missed one none).
+    for cron, last_fresh_slot in ((due, now), (missed, None)):
+        cron.refresh_from_db()
+        crossed = cron.last_run_date is not None and cron.last_run_date > now
+        assert crossed or cron.last_run_date == last_fresh_slot
+        ran_faked_slot = last_fresh_slot is not None
+        assert Run.objects.filter(cron=cron).count() == ran_faked_slot + crossed
+    assert due.next_run_date > now
 
 
 def test_two_fires_of_one_slot_start_one_run(worker):
