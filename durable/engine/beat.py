@@ -14,6 +14,7 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
+from durable import conf
 from durable.models import Cron
 from durable.tasknames import CRON_TASK
 
@@ -38,6 +39,9 @@ def follow(cron: Cron) -> None:
             "args": json.dumps([cron.pk]),
             "enabled": cron.enabled,
             "description": f"{cron.tenant.slug}: {cron.assistant_id}",
+            # A message no worker took within the grace would find its slot stale anyway:
+            # workers back from an outage drop the backlog instead of reading it.
+            "expire_seconds": max(1, int(conf.DURABLE_CRON_GRACE_SECONDS)),
         },
     )
 

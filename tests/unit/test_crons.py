@@ -66,6 +66,7 @@ def test_a_cron_is_stored_with_its_beat_task_and_audited(operator_api):
     row = Cron.objects.get()
     task = PeriodicTask.objects.get(name=row.task_name)
     assert (task.task, json.loads(task.args), task.enabled) == (CRON_TASK, [row.pk], True)
+    assert task.expire_seconds == 60  # DURABLE_CRON_GRACE_SECONDS: a stale message is dropped
     assert (task.crontab.minute, task.crontab.hour, task.crontab.day_of_week) == ("30", "9", "1-5")
     assert str(task.crontab.timezone) == "Europe/Paris"
     assert AuditEvent.objects.filter(action="cron_create", actor="token:ops").count() == 1
