@@ -17,7 +17,7 @@ INSTALLED := $(VENV)/.installed
 RUNTIME := $(VENV)/.runtime
 HOST ?= 127.0.0.1
 PORT ?= 8000
-# Where make run keeps its SQLite files, the beat schedule and the first admin's password.
+# Where make run keeps its SQLite files and the first admin's password.
 VAR_DIR := $(or $(DURABLE_VAR_DIR),var)
 # The PostgreSQL + Redis pass of `make test`.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/durable
@@ -50,7 +50,8 @@ $(RUNTIME): pyproject.toml
 # uvicorn serves the ASGI application, so run pages and the API stream server-sent
 # events; open streams get 5 s to end when it stops.
 # The worker runs the reaper of stale runs itself; its embedded Celery beat (--beat)
-# schedules the retention sweep.
+# schedules the retention sweep and fires the crons, from the schedule django-celery-beat
+# keeps in the database (CELERY_BEAT_SCHEDULER), so a new cron needs no restart.
 # umask 077: the SQLite files hold password hashes, sessions and every tenant's data.
 run: $(RUNTIME)
 	$(call say_python,$(VENV))
@@ -59,7 +60,7 @@ run: $(RUNTIME)
 	umask 077 && $(BIN)/python manage.py bootstrap
 	@echo "Console: http://$(HOST):$(PORT)/ (the first admin's password is in $(VAR_DIR)/admin-password)"
 	umask 077; $(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
-	  --beat --schedule=$(VAR_DIR)/celerybeat-schedule & worker=$$!; \
+	  --beat & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(BIN)/uvicorn dashboard.asgi:application --host $(HOST) --port $(PORT) \
 	  --lifespan off --timeout-graceful-shutdown 5

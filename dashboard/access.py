@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from durable.models import AuditEvent, Run, Thread
+from durable.models import AuditEvent, Cron, Run, Thread
 from durable.persistence.store import ScopedStore, tenant_store
 from durable.tenancy import may_act
 
@@ -23,6 +23,18 @@ def threads(request) -> QuerySet[Thread]:
 def runs(request) -> QuerySet[Run]:
     """The runs ``request`` may see: those of its threads."""
     return Run.objects.filter(thread__in=threads(request))
+
+
+def crons(request) -> QuerySet[Cron]:
+    """The crons of the request's tenant (none without a tenant)."""
+    if request.tenant is None:
+        return Cron.objects.none()
+    return Cron.objects.filter(tenant=request.tenant).select_related("tenant", "thread")
+
+
+def cron_or_404(request, pk: int) -> Cron:
+    """Cron ``pk`` if ``request`` may see it; otherwise ``Http404``."""
+    return get_object_or_404(crons(request), pk=pk)
 
 
 def may_see_run(request, pk: int) -> bool:

@@ -24,7 +24,8 @@ Everything that differs between machines comes from the environment:
 - The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
   ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
   ``DURABLE_STOP_GRACE_SECONDS``, ``DURABLE_RUN_TIMEOUT_SECONDS`` and
-  ``DURABLE_RETENTION_INTERVAL_SECONDS``; ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``1``: run
+  ``DURABLE_RETENTION_INTERVAL_SECONDS``, ``DURABLE_CRON_GRACE_SECONDS``;
+  ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``1``: run
   records wait for the WAL flush). What each means, and its default when unset:
   ``durable.conf``.
 """
@@ -63,6 +64,8 @@ INSTALLED_APPS = [
     "ninja",
     # CORS for the API, so browser UIs on another origin (Agent Chat UI, agent-inbox) can call it.
     "corsheaders",
+    # Celery beat's schedule in the database: crons are added to it as they are made.
+    "django_celery_beat",
     "durable",
     "dashboard",
 ]
@@ -231,11 +234,16 @@ DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS")
 # without waiting for the WAL flush (durable.engine.records); 1 makes them wait, as checkpoints do.
 DURABLE_RUN_SYNCHRONOUS_COMMIT = os.environ.get("DURABLE_RUN_SYNCHRONOUS_COMMIT", "0") == "1"
 DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS")
+DURABLE_CRON_GRACE_SECONDS = _seconds("DURABLE_CRON_GRACE_SECONDS")
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
 # retention sweep (durable.retention): the policies, then the store's TTL sweep. Several
 # beats are safe: threads are claimed with SELECT ... FOR UPDATE SKIP LOCKED. The reaper
 # of stale runs needs no beat: every worker runs it (durable.engine.tasks).
+# Beat reads its schedule from the database (django-celery-beat), where crons add theirs
+# as they are made (durable.engine.beat), with no restart; this schedule is written there
+# when beat starts. A cron's slot is claimed on its row, so several beats never start it twice.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     "sweep-retention": {
         "task": RETENTION_TASK,

@@ -6,7 +6,17 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from dashboard import errors, tenancy
-from dashboard.views import actions, audit, checkpoints, history, inbox, runs, store, threads
+from dashboard.views import (
+    actions,
+    audit,
+    checkpoints,
+    crons,
+    history,
+    inbox,
+    runs,
+    store,
+    threads,
+)
 from durable.api import api
 
 
@@ -66,6 +76,9 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", runs.cancel_run, name="cancel-run"),
     path("store/", store.store, name="store"),
     path("audit/", audit.audit, name="audit"),
+    path("crons/", crons.cron_list, name="crons"),
+    path("crons/<int:pk>/enable/", crons.cron_enable, name="cron-enable"),
+    path("crons/<int:pk>/delete/", crons.cron_delete, name="cron-delete"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tenant/", tenancy.switch_tenant, name="switch-tenant"),

@@ -12,8 +12,9 @@ class DurableConfig(AppConfig):
 
         from durable.audit import record_login
 
-        # Connects the signal that NOTIFYs web processes of each new RunEvent.
-        from durable.engine import records  # noqa: F401
+        # Connect the signals that NOTIFY web processes of each new RunEvent (records)
+        # and delete a deleted cron's Celery beat task (beat).
+        from durable.engine import beat, records  # noqa: F401
 
         user_logged_in.connect(record_login, dispatch_uid="durable-audit-login")
 

@@ -27,6 +27,9 @@ Settings (seconds unless said otherwise):
   wait for the WAL flush on PostgreSQL, as checkpoints do (``durable.engine.records``).
 - ``DURABLE_RETENTION_INTERVAL_SECONDS`` (3600): how often Celery beat applies the
   retention policies (``durable.retention``).
+- ``DURABLE_CRON_GRACE_SECONDS`` (60): how late a cron's fire may come after its slot
+  and still start the run (``durable.engine.crons``); an older slot (Celery beat was
+  down) is skipped, so missed slots are not replayed in a burst.
 - ``DURABLE_EVENTS_LISTEN`` (``True``): on PostgreSQL, followers of a run are woken by
   LISTEN/NOTIFY (``durable.engine.follow``); ``False``: they poll.
 - ``DURABLE_EVENTS_POLL_SECONDS`` (0.2): the longest a follower that does not listen
@@ -59,6 +62,7 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_RUN_TIMEOUT_SECONDS": None,
     "DURABLE_RUN_SYNCHRONOUS_COMMIT": False,
     "DURABLE_RETENTION_INTERVAL_SECONDS": 3600.0,
+    "DURABLE_CRON_GRACE_SECONDS": 60.0,
     "DURABLE_EVENTS_LISTEN": True,
     "DURABLE_EVENTS_POLL_SECONDS": 0.2,
     "DURABLE_EVENTS_FALLBACK_SECONDS": 2.0,

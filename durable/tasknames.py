@@ -5,3 +5,4 @@ set up, and the engine sends a run by name without importing the tasks."""
 
 RUN_TASK = "durable.execute_run"  # durable.engine.tasks.execute_run
 RETENTION_TASK = "durable.sweep_retention"  # durable.engine.tasks.sweep_retention
+CRON_TASK = "durable.fire_cron"  # durable.engine.tasks.fire_cron

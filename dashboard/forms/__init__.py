@@ -1,6 +1,7 @@
 """Every form of the console, by what it is for: ``resume`` (answering interrupts),
-``actions`` (start, fork, replay, close), ``queries`` (the GET parameters of a page),
-``filters`` (the list pages' filters); ``fields`` holds what they share."""
+``actions`` (start, fork, replay, close), ``crons`` (a new cron), ``queries`` (the GET
+parameters of a page), ``filters`` (the list pages' filters); ``fields`` holds what
+they share."""
 
 from dashboard.forms.actions import (
     CloseForm,
@@ -10,6 +11,7 @@ from dashboard.forms.actions import (
     refusal,
     start_forms,
 )
+from dashboard.forms.crons import CronForm
 from dashboard.forms.filters import AuditFilter, BadFilter, ThreadFilter, parse_filter, store_page
 from dashboard.forms.queries import (
     DiffForm,
@@ -24,6 +26,7 @@ from dashboard.forms.queries import (
 from dashboard.forms.resume import ResumeForm
 
 __all__ = [
+    "CronForm",
     "ResumeForm",
     "StartRunForm",
     "ForkForm",

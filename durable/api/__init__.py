@@ -42,7 +42,15 @@ names or ``{"node", "input"}`` sends) and ``update``, beside an empty ``input``;
 that runs, and is refused only when nothing would run.
 
 Not served: thread TTLs, ``values`` filters on threads (refused with 422 naming the
-field when sent); there are no cron routes.
+field when sent).
+
+Crons (``/runs/crons``, ``/threads/{thread_id}/runs/crons``) start runs on a schedule: a
+five-field cron expression read in ``timezone`` (IANA, default UTC), until ``end_time``;
+each fire starts the cron's run as ``POST /runs`` (or, on a thread, as
+``POST /threads/{thread_id}/runs``) would, and the run's ``metadata`` is the cron's. A
+slot fires at most once, and one missed while the scheduler was down is skipped. An
+invalid ``schedule``, an unknown ``timezone``, an ``end_time`` in the past or an unknown
+``assistant_id`` is a 422 naming it.
 
 Stateless runs (``POST /runs``, ``/runs/wait``, ``/runs/stream``, ``/runs/batch``) each
 run on a thread of their own, deleted once the run has ended unless ``on_completion`` is
@@ -72,12 +80,13 @@ token reads; whatever would change a thread, a run or the store is a 403.
 # errors (how the API answers and refuses), authentication (the token), access (what a
 # token reaches), schemas (what a request sends), shapes (what an answer holds), and one
 # router per resource: info, assistants, threads, state (and history), runs, the thread
-# stream, stateless runs, store.
+# stream, stateless runs, crons, store.
 
 from __future__ import annotations
 
 from durable.api.assistants import assistants
 from durable.api.authentication import TenantToken
+from durable.api.crons import crons, thread_crons
 from durable.api.errors import JSONOnlyAPI, handle_errors
 from durable.api.info import info
 from durable.api.runs import runs
@@ -107,7 +116,10 @@ api.add_router("", info)
 api.add_router("/assistants", assistants)
 api.add_router("/threads", threads)
 api.add_router("/threads", state)
+# Before runs: /threads/{thread_id}/runs/crons is no run's URL.
+api.add_router("/threads", thread_crons)
 api.add_router("/threads", runs)
 api.add_router("/threads", thread_stream)
+api.add_router("/runs", crons)
 api.add_router("/runs", stateless)
 api.add_router("/store", store)

@@ -6,13 +6,14 @@ a 404 like one that does not exist."""
 from __future__ import annotations
 
 import re
+import uuid
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from durable.api.errors import ApiError
 from durable.graphs import graph_names
-from durable.models import Run, Thread
+from durable.models import Cron, Run, Thread
 
 # Names a thread URL cannot carry back as one path segment: clients and proxies resolve
 # "." and "..", "/" splits the segment, and the name of a route beside
@@ -80,3 +81,20 @@ def graph(assistant_id: str) -> str:
             "assistant_id",
         )
     return assistant_id
+
+
+def crons(request: HttpRequest) -> QuerySet[Cron]:
+    """The crons of the token's tenant (another tenant's is a 404 like none)."""
+    return Cron.objects.filter(tenant=request.auth.tenant).select_related("tenant", "thread")
+
+
+def cron(request: HttpRequest, cron_id: str) -> Cron:
+    """The tenant's cron ``cron_id`` (a UUID); 404 for an unknown one or any other text."""
+    try:
+        key = uuid.UUID(cron_id)
+    except ValueError:
+        key = None
+    found = crons(request).filter(cron_id=key).first() if key is not None else None
+    if found is None:
+        raise ApiError(404, f"Cron {cron_id!r} not found.", "cron_id")
+    return found

@@ -130,6 +130,45 @@ class Run(Answer):
     stop_detail: str | None
 
 
+class Cron(Answer):
+    """A cron (``shapes.cron_json``): ``thread_id`` is ``null`` for a cron whose every
+    fire runs on a new thread; ``next_run_date`` is ``null`` while it is disabled."""
+
+    cron_id: str
+    assistant_id: str | None
+    thread_id: str | None
+    on_run_completed: Literal["delete", "keep"] | None
+    end_time: datetime | None
+    schedule: str
+    timezone: str
+    created_at: datetime
+    updated_at: datetime
+    payload: dict[str, Any]
+    user_id: str | None
+    next_run_date: datetime | None
+    metadata: dict[str, Any]
+    enabled: bool
+
+
+class CronFields(Answer):
+    """A cron as ``POST /runs/crons/search`` answers it: the fields of ``select`` only."""
+
+    cron_id: str | None = None
+    assistant_id: str | None = None
+    thread_id: str | None = None
+    on_run_completed: str | None = None
+    end_time: datetime | None = None
+    schedule: str | None = None
+    timezone: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    payload: dict[str, Any] | None = None
+    user_id: str | None = None
+    next_run_date: datetime | None = None
+    metadata: dict[str, Any] | None = None
+    enabled: bool | None = None
+
+
 class Assistant(Answer):
     """A registered graph as an assistant (``shapes.assistant_json``)."""
 

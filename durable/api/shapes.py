@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from durable import engine
-from durable.models import Run, Thread
+from durable.models import Cron, Run, Thread
 from durable.snapshots import checkpoint_json, interrupt_json, state_json
 from durable.values import jsonable
 
@@ -21,6 +21,7 @@ __all__ = [
     "state_json",
     "thread_json",
     "run_json",
+    "cron_json",
     "assistant_json",
     "item_json",
 ]
@@ -124,3 +125,24 @@ def item_json(found) -> dict:
     if getattr(found, "score", None) is not None:
         shaped["score"] = found.score
     return shaped
+
+
+def cron_json(cron: Cron) -> dict:
+    """A cron as the Agent Server's ``Cron``: ``thread_id`` is its thread's ``name``
+    (``None`` without one); ``payload`` is what each fire's run is started with."""
+    return {
+        "cron_id": str(cron.cron_id),
+        "assistant_id": cron.assistant_id,
+        "thread_id": cron.thread.name if cron.thread_id is not None else None,
+        "on_run_completed": cron.on_run_completed if cron.thread_id is None else None,
+        "end_time": cron.end_time,
+        "schedule": cron.schedule,
+        "timezone": cron.timezone,
+        "created_at": cron.created_at,
+        "updated_at": cron.updated_at,
+        "payload": jsonable(cron.payload),
+        "user_id": cron.user_id or None,
+        "next_run_date": cron.next_run_date,
+        "metadata": jsonable(cron.metadata),
+        "enabled": cron.enabled,
+    }

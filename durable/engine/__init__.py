@@ -4,7 +4,9 @@ Requests (``durable.engine.operations``): ``create_thread``, ``update_thread_met
 ``start``, ``resume``, ``fork``, ``close``, ``replay``, ``answer_again``, ``cancel``,
 ``delete_thread``; on whole threads and runs beyond that (``durable.engine.threads``):
 ``copy_thread``, ``prune_threads``, ``patch_checkpoint_metadata``, ``delete_run``,
-``cancel_with_rollback``, ``runs_to_cancel``, ``set_on_completion``, ``end_stateless``.
+``cancel_with_rollback``, ``runs_to_cancel``, ``set_on_completion``, ``end_stateless``;
+schedules that start runs (``durable.engine.crons``): ``create_cron``, ``update_cron``,
+``delete_cron``, and ``fire`` (one slot's run, which Celery beat wakes up).
 State reads (``durable.engine.state``): ``thread_state``, ``state_at``,
 ``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``,
 ``graph_shape``, ``config_for``; a registered graph's drawing and schemas, as
@@ -22,6 +24,7 @@ and ``lease`` (a run in a worker), ``recovery`` (the reaper, drain and hand-back
 
 from durable.engine.assistants import graph_json, graph_schemas, subgraph_schemas
 from durable.engine.checks import InvalidRequest, check_storable
+from durable.engine.crons import create_cron, delete_cron, fire, update_cron
 from durable.engine.operations import (
     ForkResult,
     answer_again,
@@ -73,6 +76,10 @@ __all__ = [
     "answer_again",
     "cancel",
     "delete_thread",
+    "create_cron",
+    "update_cron",
+    "delete_cron",
+    "fire",
     "active_run",
     "config_for",
     "thread_state",

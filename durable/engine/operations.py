@@ -146,6 +146,7 @@ def start(
     requested_by: Any = None,
     tenant: Tenant | None = None,
     stream_modes: list[str] | None = None,
+    cron: Any = None,
     **asked: Any,
 ) -> Run:
     """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
@@ -159,7 +160,8 @@ def start(
     ``requested_by`` is a user (its username is kept) or a string naming the caller.
     ``stream_modes`` (``checks.STREAM_MODES``) are recorded as the run's events beside
     those the engine always records (``durable.engine.execution``), so that its followers
-    can replay them. ``asked``: ``config``, ``context``, ``interrupt_before``,
+    can replay them. ``cron`` is the ``Cron`` whose fire asks for the run
+    (``durable.engine.crons``). ``asked``: ``config``, ``context``, ``interrupt_before``,
     ``interrupt_after``, ``after_seconds``, ``webhook``
     (``durable.engine.options.graph_options``). Returns the pending Run (kind ``start``)."""
     compiled = compiled_graph(graph)
@@ -187,7 +189,8 @@ def start(
                 "input", f"Thread {thread.name!r} has no next task to go on with: give an input."
             )
         return _audited(
-            audit.Action.START, _submit(thread, kind=Run.Kind.START, input=input, **options)
+            audit.Action.START,
+            _submit(thread, kind=Run.Kind.START, input=input, cron=cron, **options),
         )
 
 

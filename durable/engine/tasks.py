@@ -25,8 +25,8 @@ from celery.signals import (
 from django.db import connections
 
 from durable import conf, retention
-from durable.engine import execution, lease, recovery
-from durable.tasknames import RETENTION_TASK, RUN_TASK
+from durable.engine import crons, execution, lease, recovery
+from durable.tasknames import CRON_TASK, RETENTION_TASK, RUN_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,14 @@ def sweep_retention() -> dict:
     (``durable.retention.sweep``). Scheduled by Celery beat every
     ``DURABLE_RETENTION_INTERVAL_SECONDS``."""
     return retention.sweep()
+
+
+@shared_task(name=CRON_TASK)
+def fire_cron(cron_pk: int) -> int | None:
+    """Start the run of cron ``cron_pk``'s due slot, once (``durable.engine.crons.fire``);
+    woken by Celery beat at each slot. Returns the run's id, or ``None``."""
+    run = crons.fire(cron_pk)
+    return run.pk if run is not None else None
 
 
 @worker_process_init.connect

@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from durable import audit, retention
 from durable.engine import policy, queue
 from durable.engine.checks import InvalidRequest, actor, checked_metadata, checkpoint_config
-from durable.engine.operations import _new_thread
+from durable.engine.operations import _new_thread, delete_thread
 from durable.engine.records import lock_thread, set_thread_status
 from durable.engine.state import thread_state
 from durable.graphs import get_graph
@@ -176,17 +176,23 @@ def set_on_completion(run: Run, on_completion: str) -> None:
 
 def end_stateless(thread_pk: int) -> bool:
     """Delete the thread ``thread_pk`` of a stateless run that asked ``on_completion``
-    ``delete``, once none of its runs is active, as the Agent Server deletes a stateless
-    run's thread after the run; returns whether it was deleted."""
+    ``delete`` (a cron's fire on a thread of its own asks it by its
+    ``on_run_completed``), once none of its runs is active, as the Agent Server deletes
+    a stateless run's thread after the run; through ``delete_thread``, so audited, as
+    the system. Returns whether it was deleted."""
     with transaction.atomic():
         thread = Thread.objects.select_for_update().filter(pk=thread_pk).first()
         if thread is None or thread.runs.filter(status__in=Run.ACTIVE).exists():
             return False
-        if not thread.runs.filter(on_completion="delete").exists():
+        asked = thread.runs.filter(on_completion="delete")
+        if not asked.exists():
             return False
-        saver = get_graph(thread.graph).checkpointer
-        saver.delete_thread(thread.thread_id)
-        thread.delete()
+        cron = asked.exclude(cron=None).values_list("cron__cron_id", flat=True).first()
+        if cron is not None:
+            reason = f"the run of cron {cron} ended (on_run_completed: delete)"
+        else:
+            reason = "its stateless run ended (on_completion: delete)"
+        delete_thread(thread, reason=reason)
     return True
 
 

@@ -1,7 +1,7 @@
 """Every table of the ``durable`` app, one module per group: the checkpoint tables
 behind ``DjangoSaver`` (``checkpoints``), tenants and their tokens (``tenancy``),
-threads, runs and their events (``runs``), the store's items (``store``), the audit
-trail and retention policies (``audit``)."""
+threads, runs and their events (``runs``), the schedules that start runs (``crons``),
+the store's items (``store``), the audit trail and retention policies (``audit``)."""
 
 from durable.models.audit import AuditEvent, AuditEventQuerySet, RetentionPolicy
 from durable.models.checkpoints import (
@@ -10,6 +10,7 @@ from durable.models.checkpoints import (
     CheckpointBlob,
     CheckpointWrite,
 )
+from durable.models.crons import Cron
 from durable.models.runs import SEQ_ATTEMPTS, Run, RunEvent, RunEventManager, Thread, numbered
 from durable.models.store import StoreItem
 from durable.models.tenancy import ApiToken, Membership, Role, Tenant
@@ -23,6 +24,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointBlob",
     "CheckpointWrite",
+    "Cron",
     "Membership",
     "RetentionPolicy",
     "Role",

@@ -161,6 +161,10 @@ class Run(models.Model):
     not_before = models.DateTimeField(null=True, blank=True)
     webhook = models.TextField(blank=True, default="")
     on_completion = models.CharField(max_length=8, blank=True, default="")
+    # The cron whose fire started it (``durable.engine.crons``); a run outlives its cron.
+    cron = models.ForeignKey(
+        "durable.Cron", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
     interrupts = models.JSONField(default=list, blank=True, encoder=DjangoJSONEncoder)
     error_type = models.CharField(max_length=200, blank=True, default="")
     error_message = models.TextField(blank=True, default="")

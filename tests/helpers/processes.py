@@ -304,3 +304,44 @@ class RedisServer:
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.kill()
+
+
+class BeatProcess:
+    """``celery -A dashboard beat`` with the settings' scheduler, django-celery-beat's
+    ``DatabaseScheduler``: it reads the schedule from the test database as it changes,
+    and sends each due task to the tests' broker."""
+
+    def __init__(self, log_path: Path):
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    def start(self):
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "dashboard", "beat", "--loglevel=DEBUG"],
+            cwd=ROOT,
+            env=worker_env(),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_for(
+            lambda: "beat: Starting" in self.log() or self.proc.poll() is not None,
+            timeout=60,
+            message="beat to start",
+        )
+        assert self.proc.poll() is None, f"beat exited:\n{self.log()}"
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log.close()

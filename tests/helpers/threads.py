@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from durable import engine
 from durable.graphs import get_graph
-from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite, Run, RunEvent, Thread
+from durable.models import (
+    Checkpoint,
+    CheckpointBlob,
+    CheckpointWrite,
+    Cron,
+    Run,
+    RunEvent,
+    Thread,
+)
 
 EXPENSE = {"employee": "Grace Hopper", "amount": 42.5, "description": "Compiler manual"}
 INPUTS = {
@@ -78,4 +86,5 @@ def everything(running: Run | None = None) -> dict:
         "RunEvent": events.count(),
         "thread statuses": sorted(Thread.objects.values_list("pk", "status")),
         "run statuses": sorted(Run.objects.values_list("pk", "status")),
+        "crons": sorted(Cron.objects.values_list("pk", "schedule", "enabled")),
     }

@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from durable.api import api
-from durable.models import Role, Run, RunEvent, Tenant
+from durable.models import Cron, Role, Run, RunEvent, Tenant
 from durable.persistence.store import DjangoStore, ScopedStore
 from durable.tenancy import create_token
 from tests.helpers.threads import at_interrupt, everything, head
@@ -48,6 +48,9 @@ CONSOLE = {
     "cancel-run": ("POST", "run", True),
     "store": ("GET", "tenant", False),
     "audit": ("GET", "tenant", False),
+    "crons": ("GET", "tenant", False),
+    "cron-enable": ("POST", "cron", True),
+    "cron-delete": ("POST", "cron", True),
     "switch-tenant": ("POST", "tenant", False),
 }
 # Outside the matrix: the login pages themselves and the Django admin (its own login).
@@ -79,12 +82,19 @@ def world():
     globex = Tenant.objects.create(slug="globex", name="Globex")
     ScopedStore(DjangoStore(), ("default",)).put(("notes",), "k", {"v": 1})
     RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, {"status": "interrupted"})
+    cron = Cron.objects.create(
+        tenant=Tenant.default(),
+        assistant_id="expense_approval",
+        graph="expense_approval",
+        schedule="0 * * * *",
+    )
     viewer, foreign = Client(), Client()
     viewer.force_login(member("vera", role=Role.VIEWER))
     foreign.force_login(member("mallory", globex, Role.OPERATOR))
     return {
         "thread": thread,
         "run": run,
+        "cron": cron,
         "checkpoint": head(thread),
         "globex": globex,
         "viewer": viewer,
@@ -101,6 +111,7 @@ def console_url(name: str, needs: str, world: dict) -> str:
         "run": [world["run"].pk],
         "checkpoint": [thread.pk, checkpoint],
         "event": [world["run"].pk, 1],
+        "cron": [world["cron"].pk],
     }[needs]
     query = f"?a={checkpoint}&b={checkpoint}" if name == "diff" else ""
     return reverse(name, args=args) + query
@@ -133,6 +144,7 @@ def test_console_access(world, name):
 # (method, path, body, whether it acts, whether it names a thread)
 T = "/api/threads/{thread}"
 STATELESS = {"assistant_id": "expense_approval", "input": {"employee": "x", "amount": 1}}
+CRON = {"schedule": "0 * * * *"} | STATELESS
 API = [
     ("POST", "/api/assistants/search", {}, False, False),
     ("GET", "/api/assistants/{assistant_id}", None, False, False),
@@ -205,6 +217,12 @@ API = [
     ("POST", "/api/runs/stream", STATELESS, True, False),
     ("POST", "/api/runs/batch", [STATELESS], True, False),
     ("POST", "/api/runs/cancel", {"status": "pending"}, True, False),
+    ("POST", "/api/runs/crons", CRON, True, False),
+    ("POST", T + "/runs/crons", CRON, True, True),
+    ("POST", "/api/runs/crons/search", {}, False, False),
+    ("POST", "/api/runs/crons/count", {}, False, False),
+    ("PATCH", "/api/runs/crons/{cron_id}", {"enabled": False}, True, False),
+    ("DELETE", "/api/runs/crons/{cron_id}", None, True, False),
 ]
 # What the Agent Server serves outside its authenticated routes.
 WITHOUT_A_KEY = [("GET", "/api/info"), ("GET", "/api/ok")]
@@ -236,6 +254,7 @@ def api_path(path: str, world: dict) -> str:
         checkpoint_id=world["checkpoint"],
         assistant_id="expense_approval",
         namespace="validate",
+        cron_id=world["cron"].cron_id,
     )
 
 

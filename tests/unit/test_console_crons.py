@@ -1,0 +1,126 @@
+"""The console's Crons page: a cron made from its form (stored with its beat task, and
+audited), refusals shown on the form field with nothing stored, enable, disable and
+delete, the schedule in words, a cron's runs marked on the run and thread pages, and a
+viewer who reads only."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django_celery_beat.models import PeriodicTask
+
+from durable.engine import crons
+from durable.models import AuditEvent, Cron, Run, Tenant
+from durable.tasknames import CRON_TASK
+from tests.helpers.users import member
+
+pytestmark = pytest.mark.django_db
+
+FORM = {
+    "assistant_id": "preferences",
+    "schedule": "30 9 * * 1-5",
+    "timezone": "Europe/Paris",
+    "input": '{"user_id": "ada"}',
+    "on_run_completed": "delete",
+}
+
+
+def test_a_cron_made_on_the_page_is_listed_in_words(client):
+    response = client.post(reverse("crons"), FORM)
+    assert response.status_code == 303
+    cron = Cron.objects.get()
+    assert (cron.schedule, cron.timezone, cron.payload["input"]) == (
+        "30 9 * * 1-5",
+        "Europe/Paris",
+        {"user_id": "ada"},
+    )
+    assert PeriodicTask.objects.filter(name=cron.task_name, task=CRON_TASK).exists()
+    assert AuditEvent.objects.filter(action="cron_create", actor="operator").exists()
+    page = client.get(reverse("crons")).content.decode()
+    assert "At 09:30, Monday through Friday" in page
+    assert "<code>30 9 * * 1-5</code>" in page and "Europe/Paris" in page
+    assert "none yet" in page and ">Disable<" in page
+
+
+@pytest.mark.parametrize(
+    "change, field, says",
+    [
+        ({"schedule": "61 * * * *"}, "schedule", "minute"),
+        ({"timezone": "Mars/Olympus"}, "timezone", "IANA"),
+        ({"end_time": "2020-01-01T00:00"}, "end_time", "in the past"),
+        ({"assistant_id": "nope"}, "assistant_id", "Unknown graph"),
+        ({"input": "{not json"}, "input", "not valid JSON"),
+        ({"input": '{"user_id": 7}'}, "input", "user_id"),
+    ],
+)
+def test_a_refused_cron_shows_the_error_on_its_field(client, change, field, says):
+    response = client.post(reverse("crons"), FORM | change)
+    assert response.status_code == 400
+    page = response.content.decode()
+    error = page.split(f'id="id_{field}-error"', 1)[1].split("</span>", 1)[0]
+    assert says in error, error
+    assert not Cron.objects.exists() and not PeriodicTask.objects.filter(task=CRON_TASK).exists()
+
+
+def test_disable_enable_and_delete(client):
+    client.post(reverse("crons"), FORM)
+    cron = Cron.objects.get()
+    assert client.post(reverse("cron-enable", args=[cron.pk]), {"enabled": "0"}).status_code == 303
+    cron.refresh_from_db()
+    task = PeriodicTask.objects.get(name=cron.task_name)
+    assert not cron.enabled and cron.next_run_date is None and not task.enabled
+    assert ">Enable<" in client.get(reverse("crons")).content.decode()
+    client.post(reverse("cron-enable", args=[cron.pk]), {"enabled": "1"})
+    cron.refresh_from_db()
+    assert cron.enabled and cron.next_run_date is not None
+    assert client.post(reverse("cron-delete", args=[cron.pk])).status_code == 303
+    assert not Cron.objects.exists() and not PeriodicTask.objects.filter(task=CRON_TASK).exists()
+    actions = list(AuditEvent.objects.values_list("action", flat=True))
+    assert actions.count("cron_update") == 2 and "cron_delete" in actions
+
+
+def test_a_cron_s_run_is_marked_on_its_run_and_thread_pages(
+    client, django_capture_on_commit_callbacks
+):
+    client.post(reverse("crons"), FORM | {"on_run_completed": "keep"})
+    cron = Cron.objects.get()
+    with django_capture_on_commit_callbacks():
+        run = crons.fire(cron.pk, now=cron.next_run_date)
+    assert Run.objects.get().cron_id == cron.pk
+    mark = f'href="{reverse("crons")}#cron-{cron.pk}" class="cron-mark"'
+    for page in (reverse("run", args=[run.pk]), reverse("thread", args=[run.thread_pk])):
+        assert mark in client.get(page).content.decode()
+    assert (
+        "started by cron <code>30 9 * * 1-5</code>"
+        in client.get(reverse("run", args=[run.pk])).content.decode()
+    )
+    listed = client.get(reverse("crons")).content.decode()
+    assert f"run {run.pk}: pending" in listed
+
+
+def test_a_viewer_reads_the_page_but_cannot_change_a_cron(client):
+    client.post(reverse("crons"), FORM)
+    cron = Cron.objects.get()
+    viewer = Client()
+    viewer.force_login(member("vera", role="viewer"))
+    page = viewer.get(reverse("crons")).content.decode()
+    assert "30 9 * * 1-5" in page and "Create cron" not in page and ">Disable<" not in page
+    assert viewer.post(reverse("crons"), FORM).status_code == 403
+    assert viewer.post(reverse("cron-enable", args=[cron.pk]), {"enabled": "0"}).status_code == 403
+    assert viewer.post(reverse("cron-delete", args=[cron.pk])).status_code == 403
+    assert Cron.objects.get().enabled and Cron.objects.count() == 1
+
+
+def test_another_tenant_s_cron_is_a_404(client, globex):
+    cron = crons.create_cron(
+        "preferences",
+        "0 * * * *",
+        tenant=globex,
+        assistant_id="preferences",
+        payload={"input": {"user_id": "x"}},
+    )
+    assert client.post(reverse("cron-delete", args=[cron.pk])).status_code == 404
+    assert "0 * * * *" not in client.get(reverse("crons")).content.decode()
+    assert Cron.objects.filter(tenant=globex).count() == 1
+    assert Tenant.default().crons.count() == 0
