@@ -130,8 +130,9 @@ class Run(Answer):
     stop_detail: str | None
 
 
-class Assistant(Answer):
-    """A registered graph as an assistant (``shapes.assistant_json``)."""
+class AssistantVersion(Answer):
+    """One version of an assistant (``shapes.version_json``); a registered graph's
+    default assistant has one, version 1."""
 
     assistant_id: str
     graph_id: str
@@ -142,6 +143,12 @@ class Assistant(Answer):
     metadata: dict[str, Any]
     version: int
     created_at: datetime
+
+
+class Assistant(AssistantVersion):
+    """An assistant at its latest version (``shapes.assistant_json``): a stored one
+    (``assistant_id`` a UUID), or a registered graph's default (its name)."""
+
     updated_at: datetime
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from durable import engine
-from durable.models import Run, Thread
+from durable.models import Assistant, AssistantVersion, Run, Thread
 from durable.snapshots import checkpoint_json, interrupt_json, state_json
 from durable.values import jsonable
 
@@ -22,11 +22,12 @@ __all__ = [
     "thread_json",
     "run_json",
     "assistant_json",
+    "version_json",
     "item_json",
 ]
 
-# When the registered graphs were read, which is when this process loaded the API: an
-# assistant's created_at and updated_at (graphs are registered in code, not stored).
+# When the registered graphs were read, which is when this process loaded the API: a
+# graph's default assistant's created_at and updated_at (graphs are registered in code, not stored).
 REGISTERED_AT = timezone.now()
 
 
@@ -72,11 +73,14 @@ def run_json(run: Run) -> dict:
     """A run as the Agent Server's ``Run``, plus what this server records: ``kind``
     (start, resume, fork, replay), ``durability``, ``requested_by``, the checkpoint it
     started from, ``interrupts`` it stopped at, ``error`` and why it was stopped.
-    ``run.thread`` is read: select it with the run."""
+    ``assistant_id`` is the stored assistant's the run was asked on (with
+    ``assistant_version``, the version that gave it its config), or its graph's.
+    ``run.thread`` and ``run.assistant`` are read: select them with the run."""
     return {
         "run_id": str(run.pk),
         "thread_id": run.thread.name,
-        "assistant_id": run.graph,
+        "assistant_id": str(run.assistant.assistant_id) if run.assistant_pk else run.graph,
+        "assistant_version": run.assistant_version,
         "created_at": run.created_at,
         "updated_at": run.ended_at or run.started_at or run.created_at,
         "status": WIRE_STATUS.get(run.status, run.status),
@@ -96,20 +100,42 @@ def run_json(run: Run) -> dict:
     }
 
 
-def assistant_json(graph: str) -> dict:
-    """A registered graph as the Agent Server's ``Assistant``: one version, no config."""
+def version_json(found: AssistantVersion | Assistant | str) -> dict:
+    """An assistant's version as the Agent Server's ``AssistantVersion``; a stored
+    ``Assistant`` gives its latest, a registered graph's name its default assistant's
+    one version (no config, no context)."""
+    if isinstance(found, str):
+        return {
+            "assistant_id": found,
+            "graph_id": found,
+            "name": found,
+            "description": None,
+            "config": {},
+            "context": {},
+            "metadata": {},
+            "version": 1,
+            "created_at": REGISTERED_AT,
+        }
+    owner = found if isinstance(found, Assistant) else found.assistant
     return {
-        "assistant_id": graph,
-        "graph_id": graph,
-        "name": graph,
-        "description": None,
-        "config": {},
-        "context": {},
-        "metadata": {},
-        "version": 1,
-        "created_at": REGISTERED_AT,
-        "updated_at": REGISTERED_AT,
+        "assistant_id": str(owner.assistant_id),
+        "graph_id": found.graph_id,
+        "name": found.name,
+        "description": found.description,
+        "config": found.config,
+        "context": found.context,
+        "metadata": found.metadata,
+        "version": found.version,
+        "created_at": found.created_at,
     }
+
+
+def assistant_json(found: Assistant | str) -> dict:
+    """An assistant as the Agent Server's ``Assistant``: a stored one at its latest
+    version, or a registered graph (its name) as its own default assistant."""
+    shaped = version_json(found)
+    shaped["updated_at"] = REGISTERED_AT if isinstance(found, str) else found.updated_at
+    return shaped
 
 
 def item_json(found) -> dict:

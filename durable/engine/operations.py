@@ -29,6 +29,7 @@ from langgraph.constants import END
 
 from durable import audit
 from durable.engine import policy, queue
+from durable.engine.assistant_configs import RunAssistant
 from durable.engine.checks import (
     COPY,
     InvalidRequest,
@@ -146,6 +147,7 @@ def start(
     requested_by: Any = None,
     tenant: Tenant | None = None,
     stream_modes: list[str] | None = None,
+    assistant: RunAssistant | None = None,
     **asked: Any,
 ) -> Run:
     """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
@@ -161,12 +163,15 @@ def start(
     those the engine always records (``durable.engine.execution``), so that its followers
     can replay them. ``asked``: ``config``, ``context``, ``interrupt_before``,
     ``interrupt_after``, ``after_seconds``, ``webhook``
-    (``durable.engine.options.graph_options``). Returns the pending Run (kind ``start``)."""
+    (``durable.engine.options.graph_options``); ``assistant`` (``resolve_assistant``),
+    the stored assistant and version the run is on, recorded on it (its config and
+    context come merged in ``asked``). Returns the pending Run (kind ``start``)."""
     compiled = compiled_graph(graph)
     if input is not None or name is None:
         check_input(compiled, input)
     options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     options |= graph_options(compiled, **asked)
+    options |= assistant.run_fields() if assistant else {}
     if name is not None:
         name = checked_name(name)
     tenant = tenant or Tenant.default()
@@ -203,6 +208,7 @@ def resume(
     goto: Any = None,
     update: Any = None,
     stream_modes: list[str] | None = None,
+    assistant: RunAssistant | None = None,
     **asked: Any,
 ) -> Run:
     """Answer the thread's pending interrupt(s) with a ``resume`` run, which streams
@@ -226,6 +232,7 @@ def resume(
     command = command_for(compiled, state, thread.name, value, answers, goto, update)
     options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     options |= graph_options(compiled, **asked)
+    options |= assistant.run_fields() if assistant else {}
     with transaction.atomic():
         created = _submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
         pending = list(state.interrupts)

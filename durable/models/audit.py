@@ -36,6 +36,10 @@ class AuditEvent(models.Model):
         TOKEN_CREATE = "token_create"
         TOKEN_REVOKE = "token_revoke"
         LOGIN = "login"
+        ASSISTANT_CREATE = "assistant_create"
+        ASSISTANT_UPDATE = "assistant_update"
+        ASSISTANT_SET_LATEST = "assistant_set_latest"
+        ASSISTANT_DELETE = "assistant_delete"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     tenant = models.ForeignKey(
