@@ -6,7 +6,17 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from dashboard import errors, tenancy
-from dashboard.views import actions, audit, checkpoints, history, inbox, runs, store, threads
+from dashboard.views import (
+    actions,
+    assistants,
+    audit,
+    checkpoints,
+    history,
+    inbox,
+    runs,
+    store,
+    threads,
+)
 from durable.api import api
 
 
@@ -64,6 +74,19 @@ urlpatterns = [
     ),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("runs/<int:pk>/cancel/", runs.cancel_run, name="cancel-run"),
+    path("assistants/", assistants.assistant_list, name="assistants"),
+    path("assistants/<uuid:assistant_id>/", assistants.assistant_detail, name="assistant"),
+    path(
+        "assistants/<uuid:assistant_id>/latest/",
+        assistants.assistant_latest,
+        name="assistant-latest",
+    ),
+    path("assistants/<uuid:assistant_id>/diff/", assistants.assistant_diff, name="assistant-diff"),
+    path(
+        "assistants/<uuid:assistant_id>/delete/",
+        assistants.assistant_delete,
+        name="assistant-delete",
+    ),
     path("store/", store.store, name="store"),
     path("audit/", audit.audit, name="audit"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

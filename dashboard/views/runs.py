@@ -66,7 +66,7 @@ def run_detail(request, pk: int):
     ``live`` partial on each event, polls that partial every 2 s when no stream is
     open, and reloads itself without JavaScript. An htmx request aimed at ``run-live``
     gets only that partial. 404 for a run the request may not see."""
-    run = get_object_or_404(access.runs(request).select_related("thread"), pk=pk)
+    run = get_object_or_404(access.runs(request).select_related("thread", "assistant"), pk=pk)
     return _render_run(request, run)
 
 

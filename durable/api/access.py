@@ -92,11 +92,11 @@ def graph(request: HttpRequest, assistant_id: str) -> str:
 
 
 def changeable(found: Assistant | str) -> Assistant:
-    """``found`` (``assistant``), to change it: 422 for a registered graph's default
-    assistant, which is not stored."""
+    """``found`` (``assistant``), to change it: 409 for a registered graph's default
+    assistant, which is not stored and so cannot change."""
     if isinstance(found, str):
         raise ApiError(
-            422,
+            409,
             f"Assistant {found!r} is the registered graph's own default assistant, which "
             "cannot change: create an assistant of the graph to configure it.",
             "assistant_id",

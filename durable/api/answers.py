@@ -152,6 +152,21 @@ class Assistant(AssistantVersion):
     updated_at: datetime
 
 
+class AssistantFields(Answer):
+    """An assistant of a search with ``select``: only the fields it names."""
+
+    assistant_id: str | None = None
+    graph_id: str | None = None
+    name: str | None = None
+    description: str | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    version: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
 class GraphSchemaNoId(Answer):
     """A graph's JSON schemas, ``null`` where LangGraph can describe none."""
 

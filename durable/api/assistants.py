@@ -92,7 +92,7 @@ def _defaults(body: AssistantCount) -> list[str]:
 @assistants.post(
     "/search",
     summary="Search assistants",
-    response=list[answers.Assistant],
+    response=list[answers.Assistant | answers.AssistantFields],
 )
 def search_assistants(request, body: AssistantSearch = None):
     """The assistants with ``graph_id``, whose name holds ``name`` (any case), whose
@@ -146,8 +146,8 @@ def _changing(request, assistant_id: str):
 def patch_assistant(request, assistant_id: str, body: AssistantPatch):
     """A new version of the assistant, made its latest: each field sent replaces the
     latest version's (``metadata`` is merged into it, key by key), the others stay. 422
-    naming the field for an unknown graph, a config the graph refuses, or a registered
-    graph's default assistant (``assistant_id``), which cannot change."""
+    naming the field for an unknown graph or a config the graph refuses; 409 for a
+    registered graph's default assistant, which cannot change."""
     found = access.changeable(_changing(request, assistant_id))
     changed = engine.update_assistant(
         found,
@@ -164,15 +164,14 @@ def patch_assistant(request, assistant_id: str, body: AssistantPatch):
 
 @assistants.delete("/{assistant_id}", summary="Delete an assistant", response={204: None})
 def delete_assistant(request, assistant_id: str, query: Query[AssistantDeleteQuery]):
-    """Deletes the assistant and its versions; the runs made on it stay. 422 for a
-    registered graph's default assistant, and for ``delete_threads`` (not served: a
-    thread outlives the assistants it ran on)."""
+    """Deletes the assistant and its versions; the runs made on it stay, unless
+    ``delete_threads``: then the threads that ran on it are deleted too (409, and nothing
+    deleted, while one of them has a running run). 409 for a registered graph's default
+    assistant, which cannot change."""
     found = access.changeable(_changing(request, assistant_id))
-    if query.delete_threads:
-        raise ApiError(
-            422, "delete_threads is not served: delete the threads themselves.", "delete_threads"
-        )
-    engine.delete_assistant(found, requested_by=caller(request))
+    engine.delete_assistant(
+        found, delete_threads=query.delete_threads, requested_by=caller(request)
+    )
     return HttpResponse(status=204)
 
 

@@ -32,9 +32,10 @@ from pydantic import ValidationError
 
 from durable import audit
 from durable.engine.checks import InvalidRequest, check_storable, checked_metadata, compiled_graph
+from durable.engine.operations import delete_thread
 from durable.engine.options import graph_options
 from durable.graphs import graph_names
-from durable.models import NAME_MAX_LENGTH, Assistant, AssistantVersion, Tenant
+from durable.models import NAME_MAX_LENGTH, Assistant, AssistantVersion, Tenant, Thread
 from durable.persistence.metadata import canonical
 
 # The name of an assistant created without one, as the Agent Server names it.
@@ -298,11 +299,23 @@ def set_latest_version(
     return current
 
 
-def delete_assistant(assistant: Assistant, *, requested_by: Any = None) -> None:
+def delete_assistant(
+    assistant: Assistant, *, delete_threads: bool = False, requested_by: Any = None
+) -> None:
     """Delete ``assistant`` and its versions. Its runs stay, with their own config and
-    context; they no longer name it."""
+    context, and no longer name it; with ``delete_threads``, the threads of the tenant
+    that ran on it are deleted too (``delete_thread``), all in one transaction: a thread
+    with a running run refuses the whole (``InvalidRequest("thread")``)."""
     with transaction.atomic():
         _record(audit.Action.ASSISTANT_DELETE, assistant, requested_by)
+        if delete_threads:
+            ran = Thread.objects.filter(tenant=assistant.tenant, runs__assistant=assistant)
+            for thread in ran.distinct():
+                delete_thread(
+                    thread,
+                    requested_by=requested_by,
+                    reason=f"its assistant {assistant.assistant_id} was deleted",
+                )
         assistant.delete()
 
 

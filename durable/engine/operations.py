@@ -29,7 +29,6 @@ from langgraph.constants import END
 
 from durable import audit
 from durable.engine import policy, queue
-from durable.engine.assistant_configs import RunAssistant
 from durable.engine.checks import (
     COPY,
     InvalidRequest,
@@ -147,7 +146,7 @@ def start(
     requested_by: Any = None,
     tenant: Tenant | None = None,
     stream_modes: list[str] | None = None,
-    assistant: RunAssistant | None = None,
+    assistant: Any = None,
     **asked: Any,
 ) -> Run:
     """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
@@ -208,7 +207,7 @@ def resume(
     goto: Any = None,
     update: Any = None,
     stream_modes: list[str] | None = None,
-    assistant: RunAssistant | None = None,
+    assistant: Any = None,
     **asked: Any,
 ) -> Run:
     """Answer the thread's pending interrupt(s) with a ``resume`` run, which streams

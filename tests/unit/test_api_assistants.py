@@ -126,7 +126,9 @@ def test_a_graph_is_its_own_default_assistant_with_one_version(api):
     assert status == 200 and got["version"] == 1 and got["config"] == {}
     assert [v["version"] for v in api("POST", "/assistants/expense_approval/versions")[1]] == [1]
     status, refused = api("PATCH", "/assistants/expense_approval", {"name": "x"})
-    assert status == 422 and refused["field"] == "assistant_id"
+    assert status == 409 and refused["field"] == "assistant_id"
+    assert api("DELETE", "/assistants/expense_approval")[0] == 409
+    assert not Assistant.objects.exists()
 
 
 @pytest.mark.parametrize(
@@ -229,3 +231,18 @@ def test_a_run_on_an_assistant_takes_its_config_under_its_own(api):
     _, plain = api("POST", "/runs", {"assistant_id": "options", "input": {}})
     assert plain["assistant_id"] == "options" and plain["assistant_version"] is None
     assert Run.objects.get(pk=plain["run_id"]).config == {}
+
+
+def test_deleting_an_assistant_with_its_threads(api):
+    _, made = api("POST", "/assistants", {"graph_id": "options"})
+    aid = made["assistant_id"]
+    _, on_it = api("POST", "/runs", {"assistant_id": aid, "input": {}, "on_completion": "keep"})
+    _, other = api(
+        "POST", "/runs", {"assistant_id": "options", "input": {}, "on_completion": "keep"}
+    )
+    Run.objects.update(status=Run.Status.SUCCESS)
+    assert api("DELETE", f"/assistants/{aid}?delete_threads=true")[0] == 204
+    assert api("GET", f"/threads/{on_it['thread_id']}")[0] == 404
+    assert api("GET", f"/threads/{other['thread_id']}")[0] == 200
+    deleted = AuditEvent.objects.filter(action="delete").get()
+    assert deleted.thread_name == on_it["thread_id"] and aid in deleted.reason

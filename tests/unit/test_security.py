@@ -15,6 +15,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from durable.api import api
+from durable.engine import create_assistant
 from durable.models import Role, Run, RunEvent, Tenant
 from durable.persistence.store import DjangoStore, ScopedStore
 from durable.tenancy import create_token
@@ -48,6 +49,11 @@ CONSOLE = {
     "cancel-run": ("POST", "run", True),
     "store": ("GET", "tenant", False),
     "audit": ("GET", "tenant", False),
+    "assistants": ("GET", "tenant", False),
+    "assistant": ("GET", "assistant", False),
+    "assistant-latest": ("POST", "assistant", True),
+    "assistant-diff": ("GET", "assistant", False),
+    "assistant-delete": ("POST", "assistant", True),
     "switch-tenant": ("POST", "tenant", False),
 }
 # Outside the matrix: the login pages themselves and the Django admin (its own login).
@@ -87,6 +93,7 @@ def world():
         "run": run,
         "checkpoint": head(thread),
         "globex": globex,
+        "assistant": create_assistant(Tenant.default(), "expense_approval"),
         "viewer": viewer,
         "foreign": foreign,
         "anonymous": Client(),
@@ -101,8 +108,10 @@ def console_url(name: str, needs: str, world: dict) -> str:
         "run": [world["run"].pk],
         "checkpoint": [thread.pk, checkpoint],
         "event": [world["run"].pk, 1],
+        "assistant": [world["assistant"].assistant_id],
     }[needs]
     query = f"?a={checkpoint}&b={checkpoint}" if name == "diff" else ""
+    query = "?a=1&b=1" if name == "assistant-diff" else query
     return reverse(name, args=args) + query
 
 
