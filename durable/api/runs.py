@@ -53,9 +53,7 @@ def _asked(body: RunCreate, chosen: engine.RunAssistant) -> dict:
     of the run: every run's events are recorded (a stream can always be joined again),
     and feedback is not served, so no key has a URL to sign."""
     return {
-        "assistant": chosen,
-        "config": chosen.config,
-        "context": chosen.context,
+        **chosen.asked(),
         "interrupt_before": body.interrupt_before,
         "interrupt_after": body.interrupt_after,
         "after_seconds": body.after_seconds,

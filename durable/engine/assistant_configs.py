@@ -25,7 +25,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 from pydantic import ValidationError
@@ -67,6 +67,12 @@ class RunAssistant:
     version: int | None
     config: dict | None
     context: dict | None
+
+    def asked(self) -> dict:
+        """What ``start`` and ``resume`` (``durable.engine.operations``) take for a run
+        on this assistant: ``{"assistant", "config", "context"}``; a caller starts one
+        as ``start(chosen.graph, input, ..., **chosen.asked())``."""
+        return {"assistant": self, "config": self.config, "context": self.context}
 
     def run_fields(self) -> dict:
         """The Run fields that name the assistant and version."""
@@ -219,12 +225,16 @@ def create_assistant(
         "metadata": _metadata(metadata),
     }
     fields["config"], fields["context"] = checked_config(graph_id, config, context)
-    with transaction.atomic():
-        if Assistant.objects.filter(tenant=tenant, assistant_id=key).exists():
-            raise InvalidRequest("assistant", f"Assistant {str(key)!r} already exists.")
-        made = Assistant.objects.create(tenant=tenant, assistant_id=key, version=1, **fields)
-        AssistantVersion.objects.create(assistant=made, version=1, **fields)
-        _record(audit.Action.ASSISTANT_CREATE, made, requested_by)
+    exists = InvalidRequest("assistant", f"Assistant {str(key)!r} already exists.")
+    try:
+        with transaction.atomic():
+            if Assistant.objects.filter(tenant=tenant, assistant_id=key).exists():
+                raise exists
+            made = Assistant.objects.create(tenant=tenant, assistant_id=key, version=1, **fields)
+            AssistantVersion.objects.create(assistant=made, version=1, **fields)
+            _record(audit.Action.ASSISTANT_CREATE, made, requested_by)
+    except IntegrityError:  # another request created the same id meanwhile
+        raise exists from None
     return made
 
 

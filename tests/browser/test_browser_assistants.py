@@ -56,9 +56,7 @@ def test_create_edit_compare_and_set_latest(page, web):
     page.go_back()
     page.get_by_role("button", name="Make version 1 the latest").click()
     expect(page.get_by_role("heading", name="Ann's options")).to_contain_text("version 1")
-    expect(page.locator("#config")).to_have_value(
-        json.dumps({"configurable": {"x": 1}}, indent=2)
-    )
+    expect(page.locator("#config")).to_have_value(json.dumps({"configurable": {"x": 1}}, indent=2))
     made.refresh_from_db()
     assert made.version == 1 and made.config == {"configurable": {"x": 1}}
     actions = list(

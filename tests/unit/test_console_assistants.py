@@ -148,9 +148,7 @@ def test_the_run_and_thread_pages_name_the_assistant_and_version(client):
     made = engine.create_assistant(Tenant.default(), "options", name="Ann's options")
     engine.update_assistant(made, context={"user": "ann"})
     chosen = engine.resolve_assistant(Tenant.default(), str(made.assistant_id))
-    run = engine.start(
-        "options", {}, assistant=chosen, config=chosen.config, context=chosen.context
-    )
+    run = engine.start(chosen.graph, {}, **chosen.asked())
     plain = engine.start("options", {})
     assert Run.objects.get(pk=run.pk).context == {"user": "ann"}
     run_page = client.get(reverse("run", args=[run.pk])).content.decode()
@@ -159,3 +157,11 @@ def test_the_run_and_thread_pages_name_the_assistant_and_version(client):
     assert "Ann&#x27;s options</a> (version 2)" in thread_page
     plain_page = client.get(reverse("run", args=[plain.pk])).content.decode()
     assert "Assistant: <code>options</code> (the graph's own)" in plain_page
+
+
+def test_the_audit_page_names_the_assistant_and_version(client):
+    made = engine.create_assistant(Tenant.default(), "options", name="Ann", requested_by="ann")
+    engine.update_assistant(made, name="Ann two", requested_by="ann")
+    page = client.get(reverse("audit") + "?action=assistant_update").content.decode()
+    assert f"Ann two ({made.assistant_id}, graph options): version 2" in page
+    assert f"Ann ({made.assistant_id}, graph options): version 1" not in page
