@@ -44,7 +44,8 @@ def run_statuses(wire: str) -> list[str]:
 
 def thread_json(thread: Thread) -> dict:
     """A thread as the Agent Server's ``Thread``: ``thread_id`` is its ``name``; its
-    metadata carries ``graph_id`` and ``assistant_id`` once a graph is bound; ``values``
+    metadata carries ``graph_id`` and ``assistant_id`` once a graph is bound (the stored
+    assistant its latest run was on, else the graph's own); ``values``
     and ``interrupts`` (by task id) are its latest state's; ``state_updated_at`` is when
     its latest checkpoint was written (its creation before it has one), ``config`` that
     of its latest run (``{}`` before it has one)."""
@@ -54,15 +55,20 @@ def thread_json(thread: Thread) -> dict:
         if t.interrupts:
             interrupts[t.id] = [interrupt_json(i) for i in t.interrupts]
     metadata = dict(thread.metadata)
+    last_run = thread.runs.order_by("-pk").values("config", "assistant__assistant_id").first()
+    last_run = last_run or {}
     if thread.graph:
-        metadata.update(graph_id=thread.graph, assistant_id=thread.graph)
+        assistant = last_run.get("assistant__assistant_id")
+        metadata.update(
+            graph_id=thread.graph, assistant_id=str(assistant) if assistant else thread.graph
+        )
     return {
         "thread_id": thread.name,
         "created_at": thread.created_at,
         "updated_at": thread.updated_at,
         "state_updated_at": latest.created_at or thread.created_at,
         "metadata": metadata,
-        "config": thread.runs.order_by("-pk").values_list("config", flat=True).first() or {},
+        "config": last_run.get("config") or {},
         "status": thread.status,
         "values": jsonable(latest.values),
         "interrupts": interrupts,

@@ -246,3 +246,23 @@ def test_deleting_an_assistant_with_its_threads(api):
     assert api("GET", f"/threads/{other['thread_id']}")[0] == 200
     deleted = AuditEvent.objects.filter(action="delete").get()
     assert deleted.thread_name == on_it["thread_id"] and aid in deleted.reason
+
+
+def test_a_thread_names_the_assistant_its_latest_run_was_on(api):
+    _, made = api("POST", "/assistants", {"graph_id": "options"})
+    aid = made["assistant_id"]
+    _, on_it = api("POST", "/runs", {"assistant_id": aid, "input": {}, "on_completion": "keep"})
+    _, plain = api(
+        "POST", "/runs", {"assistant_id": "options", "input": {}, "on_completion": "keep"}
+    )
+    _, thread = api("GET", f"/threads/{on_it['thread_id']}")
+    assert thread["metadata"] == {"graph_id": "options", "assistant_id": aid}
+    assert api("GET", f"/threads/{plain['thread_id']}")[1]["metadata"]["assistant_id"] == "options"
+    # As Agent Chat UI finds a stored assistant's threads: by its id in the metadata.
+    _, found = api("POST", "/threads/search", {"metadata": {"assistant_id": aid}})
+    assert [t["thread_id"] for t in found] == [on_it["thread_id"]]
+    _, by_graph = api("POST", "/threads/search", {"metadata": {"assistant_id": "options"}})
+    assert {t["thread_id"] for t in by_graph} == {on_it["thread_id"], plain["thread_id"]}
+    # A client may send back the metadata it read.
+    status, _ = api("PATCH", f"/threads/{on_it['thread_id']}", {"metadata": thread["metadata"]})
+    assert status == 200
