@@ -82,6 +82,7 @@ urlpatterns = [
         name="assistant-latest",
     ),
     path("assistants/<uuid:assistant_id>/diff/", assistants.assistant_diff, name="assistant-diff"),
+    path("assistants/<uuid:assistant_id>/run/", assistants.assistant_run, name="assistant-run"),
     path(
         "assistants/<uuid:assistant_id>/delete/",
         assistants.assistant_delete,

@@ -97,3 +97,12 @@ class VersionDiffForm(forms.Form):
 
     a = forms.IntegerField(min_value=1, label="Version A")
     b = forms.IntegerField(min_value=1, label="Version B")
+
+
+class AssistantRunForm(forms.Form):
+    """Start a run on an assistant: the graph's ``input`` (JSON)."""
+
+    input = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), initial="{}")
+
+    def clean_input(self):
+        return parse_json(self.cleaned_data["input"], "The input is")

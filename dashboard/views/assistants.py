@@ -13,7 +13,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard import access
-from dashboard.forms.assistants import AssistantForm, LatestForm, VersionDiffForm
+from dashboard.forms.assistants import (
+    AssistantForm,
+    AssistantRunForm,
+    LatestForm,
+    VersionDiffForm,
+)
 from dashboard.http import see_other
 from dashboard.present.diffs import changes
 from durable import engine
@@ -80,12 +85,13 @@ def assistant_detail(request, assistant_id):
     return _render_detail(request, assistant, form, status=400 if form.is_bound else 200)
 
 
-def _render_detail(request, assistant, form, *, latest_form=None, status=200):
+def _render_detail(request, assistant, form, *, latest_form=None, run_form=None, status=200):
     versions = list(assistant.versions.order_by("-version")[:VERSIONS_SHOWN])
     context = {
         "assistant": assistant,
         "form": form,
         "latest_form": latest_form or LatestForm(),
+        "run_form": run_form or AssistantRunForm(),
         "versions": versions,
         "runs": assistant.runs.select_related("thread").order_by("-pk")[:10],
     }
@@ -110,6 +116,33 @@ def assistant_latest(request, assistant_id):
             return see_other(reverse("assistant", args=[assistant.assistant_id]))
     form = AssistantForm(assistant=assistant)
     return _render_detail(request, assistant, form, latest_form=latest_form, status=400)
+
+
+@require_POST
+def assistant_run(request, assistant_id):
+    """Start a run on the assistant with the posted ``input``, on a new thread: its
+    latest version's config and context (``engine.resolve_assistant``); then 303 to the
+    thread. Refused (400, the error on the input): JSON that does not parse, an input
+    the graph refuses."""
+    assistant = access.assistant_or_404(request, assistant_id)
+    access.require_operator(request)
+    run_form = AssistantRunForm(request.POST)
+    if run_form.is_valid():
+        chosen = engine.resolve_assistant(request.tenant, str(assistant.assistant_id))
+        try:
+            run = engine.start(
+                chosen.graph,
+                run_form.cleaned_data["input"],
+                tenant=request.tenant,
+                requested_by=request.user,
+                **chosen.asked(),
+            )
+        except engine.InvalidRequest as exc:
+            run_form.add_error("input" if exc.field.startswith("input") else None, exc.message)
+        else:
+            return see_other(reverse("thread", args=[run.thread_pk]))
+    form = AssistantForm(assistant=assistant)
+    return _render_detail(request, assistant, form, run_form=run_form, status=400)
 
 
 @require_POST

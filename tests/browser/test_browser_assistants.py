@@ -1,7 +1,7 @@
 """The Assistants page in a real browser: create an assistant, an edit whose config the
 graph's config schema refuses shows the error on the config field and saves nothing, a
 good edit makes version 2, the diff of the two versions, and making version 1 the
-latest again."""
+latest again, then a run on it, which its thread's page names."""
 
 from __future__ import annotations
 
@@ -59,7 +59,13 @@ def test_create_edit_compare_and_set_latest(page, web):
     expect(page.locator("#config")).to_have_value(json.dumps({"configurable": {"x": 1}}, indent=2))
     made.refresh_from_db()
     assert made.version == 1 and made.config == {"configurable": {"x": 1}}
+    # A run on it, from its page: the thread page names the assistant and version.
+    page.get_by_role("button", name="Start a run").click()
+    runs = page.get_by_role("region", name="Runs")
+    expect(runs.get_by_role("link", name="Ann's options")).to_be_visible()
+    expect(runs).to_contain_text("Ann's options (version 1)")
+    shot(page, "assistant-run-on-thread")
     actions = list(
         AuditEvent.objects.exclude(action="login").order_by("pk").values_list("action", flat=True)
     )
-    assert actions == ["assistant_create", "assistant_update", "assistant_set_latest"]
+    assert actions == ["assistant_create", "assistant_update", "assistant_set_latest", "start"]

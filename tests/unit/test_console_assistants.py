@@ -165,3 +165,20 @@ def test_the_audit_page_names_the_assistant_and_version(client):
     page = client.get(reverse("audit") + "?action=assistant_update").content.decode()
     assert f"Ann two ({made.assistant_id}, graph options): version 2" in page
     assert f"Ann ({made.assistant_id}, graph options): version 1" not in page
+
+
+def test_start_a_run_on_an_assistant(client):
+    made = engine.create_assistant(
+        Tenant.default(), "options", config={"configurable": {"x": 4}}, context={"user": "ann"}
+    )
+    url = reverse("assistant-run", args=[made.assistant_id])
+    response = client.post(url, {"input": "{}"})
+    assert response.status_code == 303
+    run = Run.objects.get()
+    assert response["Location"] == reverse("thread", args=[run.thread.pk])
+    assert run.config == {"configurable": {"x": 4}} and run.context == {"user": "ann"}
+    assert (run.assistant, run.assistant_version, run.requested_by) == (made, 1, "operator")
+    refused = client.post(url, {"input": "{nope"})
+    assert refused.status_code == 400
+    assert 'id="input-errors"' in refused.content.decode()
+    assert Run.objects.count() == 1

@@ -54,6 +54,7 @@ CONSOLE = {
     "assistant-latest": ("POST", "assistant", True),
     "assistant-diff": ("GET", "assistant", False),
     "assistant-delete": ("POST", "assistant", True),
+    "assistant-run": ("POST", "assistant", True),
     "switch-tenant": ("POST", "tenant", False),
 }
 # Outside the matrix: the login pages themselves and the Django admin (its own login).
