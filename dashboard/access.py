@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from durable.models import AuditEvent, Cron, Run, Thread
+from durable.models import Assistant, AuditEvent, Cron, Run, Thread
 from durable.persistence.store import ScopedStore, tenant_store
 from durable.tenancy import may_act
 
@@ -40,6 +40,21 @@ def cron_or_404(request, pk: int) -> Cron:
 def may_see_run(request, pk: int) -> bool:
     """Whether run ``pk`` exists and ``request`` may see it."""
     return runs(request).filter(pk=pk).exists()
+
+
+def assistants(request) -> QuerySet[Assistant]:
+    """The stored assistants ``request`` may see: its tenant's (none without a tenant)."""
+    if request.tenant is None:
+        return Assistant.objects.none()
+    return Assistant.objects.filter(tenant=request.tenant)
+
+
+def assistant_or_404(request, assistant_id) -> Assistant:
+    """The tenant's assistant ``assistant_id`` (a UUID); otherwise ``Http404``, as for
+    one that does not exist."""
+    found = get_object_or_404(assistants(request), assistant_id=assistant_id)
+    found.tenant = request.tenant  # the audit reads it
+    return found
 
 
 def audit_events(request) -> QuerySet[AuditEvent]:

@@ -8,6 +8,7 @@ from django.urls import path, register_converter
 from dashboard import errors, tenancy
 from dashboard.views import (
     actions,
+    assistants,
     audit,
     checkpoints,
     crons,
@@ -74,6 +75,20 @@ urlpatterns = [
     ),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("runs/<int:pk>/cancel/", runs.cancel_run, name="cancel-run"),
+    path("assistants/", assistants.assistant_list, name="assistants"),
+    path("assistants/<uuid:assistant_id>/", assistants.assistant_detail, name="assistant"),
+    path(
+        "assistants/<uuid:assistant_id>/latest/",
+        assistants.assistant_latest,
+        name="assistant-latest",
+    ),
+    path("assistants/<uuid:assistant_id>/diff/", assistants.assistant_diff, name="assistant-diff"),
+    path("assistants/<uuid:assistant_id>/run/", assistants.assistant_run, name="assistant-run"),
+    path(
+        "assistants/<uuid:assistant_id>/delete/",
+        assistants.assistant_delete,
+        name="assistant-delete",
+    ),
     path("store/", store.store, name="store"),
     path("audit/", audit.audit, name="audit"),
     path("crons/", crons.cron_list, name="crons"),

@@ -6,7 +6,6 @@ from __future__ import annotations
 from django import forms
 
 from dashboard.forms.fields import no_nul, parse_json
-from durable.graphs import graph_names
 
 # The engine's field names, as this form names them.
 FIELDS = {
@@ -21,11 +20,16 @@ FIELDS = {
 
 
 class CronForm(forms.Form):
-    """A cron on a new thread per fire: the graph, a five-field ``schedule`` read in
-    ``timezone``, an optional ``end_time`` (UTC), the run's ``input`` (JSON) and what
-    becomes of each fire's thread."""
+    """A cron on a new thread per fire: the assistant (the engine resolves it), a
+    five-field ``schedule`` read in ``timezone``, an optional ``end_time`` (UTC), the
+    run's ``input`` (JSON) and what becomes of each fire's thread."""
 
-    assistant_id = forms.CharField(label="Graph", max_length=100)
+    assistant_id = forms.CharField(
+        label="Assistant",
+        max_length=100,
+        help_text="A registered graph's name, or a stored assistant's id.",
+        error_messages=no_nul("assistant_id"),
+    )
     schedule = forms.CharField(
         max_length=200,
         initial="0 9 * * 1-5",
@@ -44,14 +48,6 @@ class CronForm(forms.Form):
         choices=[("delete", "delete its thread"), ("keep", "keep its thread")],
         initial="delete",
     )
-
-    def clean_assistant_id(self):
-        name = self.cleaned_data["assistant_id"]
-        if name not in graph_names():
-            raise forms.ValidationError(
-                f"Unknown graph {name!r}. Registered graphs: {', '.join(graph_names())}."
-            )
-        return name
 
     def clean_input(self):
         return parse_json(self.cleaned_data["input"], "The input is")

@@ -37,9 +37,17 @@ def decisions(event: AuditEvent) -> str:
     """What a resume decided, in words, from the event's ``detail["answers"]``
     (``durable.audit.answered``): ``approve pay_expense``, ``reject pay_expense: <its
     reason>``, ``edit pay_expense: <the edited arguments as JSON>``, ``response to
-    <action>: <text>``, ``answer: <JSON>``..., joined by ``; ``; ``""`` for an event that
+    <action>: <text>``, ``answer: <JSON>``..., joined by ``; ``; for an assistant's event
+    (``durable.engine.assistant_configs``), the assistant and the version it left
+    latest: ``Ann (<assistant_id>, graph options): version 2``; ``""`` for an event that
     answered nothing."""
-    answers = event.detail.get("answers") if isinstance(event.detail, dict) else None
+    detail = event.detail if isinstance(event.detail, dict) else {}
+    if "assistant_id" in detail:
+        return (
+            f"{detail.get('name')} ({detail['assistant_id']}, graph {detail.get('graph_id')}): "
+            f"version {detail.get('version')}"
+        )
+    answers = detail.get("answers")
     return "; ".join(_in_words(a) for a in answers or () if isinstance(a, dict))
 
 

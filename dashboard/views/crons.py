@@ -26,7 +26,7 @@ def cron_list(request):
             data = form.cleaned_data
             try:
                 engine.create_cron(
-                    data["assistant_id"],
+                    engine.resolve_assistant(request.tenant, data["assistant_id"]).graph,
                     data["schedule"],
                     tenant=request.tenant,
                     assistant_id=data["assistant_id"],

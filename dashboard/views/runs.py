@@ -67,7 +67,9 @@ def run_detail(request, pk: int):
     open, and reloads itself without JavaScript. An htmx request aimed at ``run-live``
     gets only that partial; a run a cron started says so. 404 for a run the request
     may not see."""
-    run = get_object_or_404(access.runs(request).select_related("thread", "cron"), pk=pk)
+    run = get_object_or_404(
+        access.runs(request).select_related("thread", "assistant", "cron"), pk=pk
+    )
     return _render_run(request, run)
 
 

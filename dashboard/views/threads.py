@@ -141,7 +141,7 @@ def _render_thread(request, thread, form=None, status=200):
         "state": state,
         # The first page of the checkpoint tree; older pages are on the history page.
         "tree": tree_context(thread),
-        "recent_runs": list(thread.runs.all()[:10]),
+        "recent_runs": list(thread.runs.select_related("assistant")[:10]),
         "active_run": active_run,
         "pending": pending,
         "resume_form": form or ResumeForm(pending),

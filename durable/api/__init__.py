@@ -2,9 +2,16 @@
 ``langgraph-sdk`` client works against it unchanged (``get_sync_client(url=".../api")``).
 
 Resources, paths and fields follow the Agent Server's where they exist: threads, their
-state and history, runs (background, streamed, waited for) and assistants. A registered
-graph's name is its ``assistant_id`` (and its ``graph_id``). Every operation goes through
-``durable.engine.operations``; this module only reads models.
+state and history, runs (background, streamed, waited for) and assistants. An assistant is
+a stored configuration of a registered graph (its ``assistant_id`` a UUID, its ``graph_id``
+the graph), in versions: each change is a new version, one of them the latest, and a run
+on it gets the latest version's ``config`` and ``context`` beneath its own (its keys win;
+``configurable`` and ``context`` are merged key by key). Every registered graph is also its
+own default assistant, named by the graph (its ``assistant_id`` and ``graph_id``), with no
+config; it cannot be changed (409). An assistant's config is checked against its graph's
+config schema, and a refusal is a 422 naming the path at fault
+(``config.configurable.user``). Every operation goes through ``durable.engine``; this
+module only reads models.
 
 Every answer under the API's root is JSON (its docs page aside). Errors are
 ``{"detail": message, "field": name}`` (``field`` is ``null`` when no single input is at
@@ -13,7 +20,8 @@ that is not JSON or has an object with a key twice (``field`` names the key), 41
 body over the size limit, 415 for a body not sent as ``application/json``, 404 for an
 unknown thread, run or assistant, or for a path that is no route of this API, 405 (with
 ``Allow``) for a method a route does not take, 409 when the thread or run is in the wrong
-state for the request (a busy thread under ``reject``, a run that already ended), 422 for
+state for the request (a busy thread under ``reject``, a run that already ended, an
+``assistant_id`` that exists already, a graph's default assistant to change), 422 for
 any other input that is not acceptable (a body that is not a JSON object, ``true`` for a
 number), 500 for a failure of the server. A refused request changes nothing. A body must
 be sent as ``application/json`` (415 otherwise), but a request with its key in

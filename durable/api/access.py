@@ -1,7 +1,8 @@
 """What a request may reach, by the names the protocol uses: the token's tenant's threads
-(by ``Thread.name``, which the wire calls ``thread_id``), a thread's runs, the registered
-graphs as assistants, and which names a thread URL can carry. Another tenant's thread is
-a 404 like one that does not exist."""
+(by ``Thread.name``, which the wire calls ``thread_id``), a thread's runs, the tenant's
+assistants (and the registered graphs, each its own default assistant), and which names
+a thread URL can carry. Another tenant's thread or assistant is a 404 like one that does
+not exist."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import uuid
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from durable import engine
 from durable.api.errors import ApiError
 from durable.graphs import graph_names
-from durable.models import Cron, Run, Thread
+from durable.models import Assistant, Cron, Run, Thread
 
 # Names a thread URL cannot carry back as one path segment: clients and proxies resolve
 # "." and "..", "/" splits the segment, and the name of a route beside
@@ -72,15 +74,35 @@ def run(request: HttpRequest, name: str, run_id: str) -> Run:
     return found
 
 
-def graph(assistant_id: str) -> str:
-    """The registered graph an ``assistant_id`` names (they are the same); 404 else."""
+def assistant(request: HttpRequest, assistant_id: str) -> Assistant | str:
+    """The tenant's stored assistant ``assistant_id`` (its UUID), or the name of the
+    registered graph it names (that graph's own default assistant); 404 else."""
+    found = engine.find_assistant(request.auth.tenant, assistant_id)
+    if found is not None:
+        found.tenant = request.auth.tenant  # the audit reads it
+        return found
     if assistant_id not in graph_names():
+        raise engine.UnknownAssistant(assistant_id)
+    return assistant_id
+
+
+def graph(request: HttpRequest, assistant_id: str) -> str:
+    """The registered graph the assistant ``assistant_id`` runs; 404 for no assistant."""
+    found = assistant(request, assistant_id)
+    return found if isinstance(found, str) else found.graph_id
+
+
+def changeable(found: Assistant | str) -> Assistant:
+    """``found`` (``assistant``), to change it: 409 for a registered graph's default
+    assistant, which is not stored and so cannot change."""
+    if isinstance(found, str):
         raise ApiError(
-            404,
-            f"Assistant {assistant_id!r} not found. Registered graphs: {', '.join(graph_names())}.",
+            409,
+            f"Assistant {found!r} is the registered graph's own default assistant, which "
+            "cannot change: create an assistant of the graph to configure it.",
             "assistant_id",
         )
-    return assistant_id
+    return found
 
 
 def crons(request: HttpRequest) -> QuerySet[Cron]:

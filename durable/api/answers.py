@@ -169,8 +169,9 @@ class CronFields(Answer):
     enabled: bool | None = None
 
 
-class Assistant(Answer):
-    """A registered graph as an assistant (``shapes.assistant_json``)."""
+class AssistantVersion(Answer):
+    """One version of an assistant (``shapes.version_json``); a registered graph's
+    default assistant has one, version 1."""
 
     assistant_id: str
     graph_id: str
@@ -181,7 +182,28 @@ class Assistant(Answer):
     metadata: dict[str, Any]
     version: int
     created_at: datetime
+
+
+class Assistant(AssistantVersion):
+    """An assistant at its latest version (``shapes.assistant_json``): a stored one
+    (``assistant_id`` a UUID), or a registered graph's default (its name)."""
+
     updated_at: datetime
+
+
+class AssistantFields(Answer):
+    """An assistant of a search with ``select``: only the fields it names."""
+
+    assistant_id: str | None = None
+    graph_id: str | None = None
+    name: str | None = None
+    description: str | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    version: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 class GraphSchemaNoId(Answer):

@@ -29,16 +29,18 @@ from durable.persistence.metadata import MetadataKeyEquals
 crons = Router(tags=["crons"])
 thread_crons = Router(tags=["crons"])
 
-_UNKNOWN_ASSISTANT = refusal(422, "The assistant_id is not a registered graph.")
+_UNKNOWN_ASSISTANT = refusal(
+    422, "The assistant_id is neither an assistant of the tenant nor a registered graph."
+)
 
 
-def _graph(assistant_id: str) -> str:
-    """The graph a cron of ``assistant_id`` runs: the one place a cron's assistant is
-    resolved. An unknown one is a 422 naming ``assistant_id``, as every field of a
-    cron's request that cannot be stored is."""
+def _graph(request, assistant_id: str) -> str:
+    """The graph a cron of ``assistant_id`` (a stored assistant's UUID or a graph's
+    name) runs. An unknown one is a 422 naming ``assistant_id``, as every field of a
+    cron's request that cannot be stored is (a run's unknown assistant is a 404)."""
     try:
-        return access.graph(assistant_id)
-    except ApiError as exc:
+        return access.graph(request, assistant_id)
+    except (ApiError, engine.UnknownAssistant) as exc:
         raise ApiError(422, exc.message, "assistant_id") from None
 
 
@@ -67,7 +69,7 @@ def _payload(body: CronRun, fields: set[str] | None = None) -> dict:
 
 
 def _create(request, body: ThreadCronCreate, thread=None, on_run_completed: str = "delete"):
-    graph = _graph(body.assistant_id)
+    graph = _graph(request, body.assistant_id)
     may_change(request)
     cron = engine.create_cron(
         graph,
@@ -108,7 +110,7 @@ def create_thread_cron(request, thread_id: ThreadId, body: ThreadCronCreate):
     """As ``POST /runs/crons``, with every fire running on thread ``thread_id`` (its
     ``multitask_strategy``, default ``enqueue``, says what a fire does while a run is
     active). 404 for an unknown thread."""
-    _graph(body.assistant_id)
+    _graph(request, body.assistant_id)
     return _create(request, body, thread=access.thread(request, thread_id))
 
 

@@ -26,7 +26,7 @@ ERROR_REF = f"#/components/schemas/{ErrorResponse.__name__}"
 
 # The last path segment of a POST that only reads (a search, a count, a state at a
 # checkpoint): such an operation changes nothing, so no 403 or 409.
-READS = {"search", "count", "history", "checkpoint", "namespaces"}
+READS = {"search", "count", "history", "checkpoint", "namespaces", "versions"}
 # Body fields naming something that may not exist: a 404 when it does not.
 NAMED_IN_BODY = {"assistant_id", "thread_id"}
 # Paths whose resources have no state to conflict with.

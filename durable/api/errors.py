@@ -146,12 +146,17 @@ def _unauthenticated(request, exc):
 def _invalid_request(request, exc: engine.InvalidRequest):
     """422 for unacceptable input; 409 when the thread or run is not in a state that
     allows the request (``durable.engine`` names ``thread`` or ``run`` then: a busy
-    thread under ``reject``, a run that already ended; thread ids are checked in
-    ``access``)."""
-    status = 409 if exc.field in ("thread", "run") else 422
+    thread under ``reject``, a run that already ended, an assistant id the tenant already
+    has; thread ids are checked in ``access``)."""
+    status = 409 if exc.field in ("thread", "run", "assistant") else 422
     # A path below an input (``input.employee``) keeps its tail under the API's name.
     head, dot, tail = exc.field.partition(".")
     return error(request, status, exc.message, _API_FIELDS.get(head, head) + dot + tail)
+
+
+def _unknown_assistant(request, exc: engine.UnknownAssistant):
+    """An ``assistant_id`` the tenant has no assistant of: not found, as a thread is."""
+    return error(request, 404, exc.message, "assistant_id")
 
 
 def _too_large(request, exc):
@@ -202,6 +207,7 @@ _HANDLERS = {
     ApiError: _api_error,
     AuthenticationError: _unauthenticated,
     engine.InvalidRequest: _invalid_request,
+    engine.UnknownAssistant: _unknown_assistant,
     RequestDataTooBig: _too_large,
     HttpError: _http_error,
     Http404: _not_found,

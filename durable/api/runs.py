@@ -45,15 +45,15 @@ def _options(request: HttpRequest, body: RunCreate) -> dict:
     }
 
 
-def _asked(body: RunCreate) -> dict:
-    """What a started or resumed run takes beyond ``_options``: the graph's config and
-    context, breakpoints, a delay and a webhook (``durable.engine.options``).
-    ``stream_resumable`` and ``feedback_keys`` ask nothing of the run: every run's
-    events are recorded (a stream can always be joined again), and feedback is not
-    served, so no key has a URL to sign."""
+def _asked(body: RunCreate, chosen: engine.RunAssistant) -> dict:
+    """What a started or resumed run takes beyond ``_options``: the assistant it is on,
+    the graph's config and context (the assistant's merged under the body's:
+    ``engine.resolve_assistant``), breakpoints, a delay and a webhook
+    (``durable.engine.options``). ``stream_resumable`` and ``feedback_keys`` ask nothing
+    of the run: every run's events are recorded (a stream can always be joined again),
+    and feedback is not served, so no key has a URL to sign."""
     return {
-        "config": body.config.model_dump(exclude_none=True) if body.config else None,
-        "context": body.context,
+        **chosen.asked(),
         "interrupt_before": body.interrupt_before,
         "interrupt_after": body.interrupt_after,
         "after_seconds": body.after_seconds,
@@ -68,8 +68,15 @@ def _create_run(request, name: str, body: RunCreate) -> Run:
     resumes the thread with LangGraph's ``Command``, or, ``resume`` with
     ``checkpoint_id``, answers again those pending at that past checkpoint
     (``answer_again``); no input, with ``checkpoint_id``, replays from that
-    checkpoint."""
-    graph = access.graph(body.assistant_id)
+    checkpoint. ``assistant_id`` is a stored assistant of the tenant or a registered
+    graph (``engine.resolve_assistant``; 404 for neither)."""
+    chosen = engine.resolve_assistant(
+        request.auth.tenant,
+        body.assistant_id,
+        body.config.model_dump(exclude_none=True) if body.config else None,
+        body.context,
+    )
+    graph = chosen.graph
     body.modes()
     thread = access.find_thread(request, name)
     if thread is None:
@@ -87,7 +94,7 @@ def _create_run(request, name: str, body: RunCreate) -> Run:
     if body.command is not None:
         if body.input not in (None, {}):  # Agent Chat UI sends {} beside its command
             raise ApiError(422, "Send either input or command, not both.", "input")
-        return _resume(request, thread, body, checkpoint_id)
+        return _resume(request, thread, body, checkpoint_id, chosen)
     if checkpoint_id is not None:
         if body.input is not None:
             raise ApiError(
@@ -100,11 +107,17 @@ def _create_run(request, name: str, body: RunCreate) -> Run:
         name=name,
         tenant=request.auth.tenant,
         **_options(request, body),
-        **_asked(body),
+        **_asked(body, chosen),
     )
 
 
-def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None) -> Run:
+def _resume(
+    request,
+    thread: Thread,
+    body: RunCreate,
+    checkpoint_id: str | None,
+    chosen: engine.RunAssistant,
+) -> Run:
     command = body.command
     goto = command.goto
     if checkpoint_id is None:
@@ -115,7 +128,7 @@ def _resume(request, thread: Thread, body: RunCreate, checkpoint_id: str | None)
             goto=goto,
             update=command.update,
             **_options(request, body),
-            **_asked(body),
+            **_asked(body, chosen),
         )
     if goto is not None or command.update is not None:
         raise ApiError(
@@ -287,7 +300,7 @@ async def stream_run(request, thread_id: ThreadId, body: RunCreate):
 )
 def list_runs(request, thread_id: ThreadId, query: Query[RunsQuery]):
     thread = access.thread(request, thread_id)
-    found = thread.runs.select_related("thread")
+    found = thread.runs.select_related("thread", "assistant")
     if query.status:
         found = found.filter(status__in=shapes.run_statuses(query.status))
     return [shapes.run_json(r) for r in found[query.offset : query.offset + query.limit]]
@@ -359,7 +372,9 @@ async def cancel_run(request, thread_id: ThreadId, run_id: str, query: Query[Can
     run = await borrow(_cancel, request, thread_id, run_id, query.action)
     if query.wait:
         await follow.wait_until_final(run.pk)
-    found = await borrow(lambda: Run.objects.select_related("thread").filter(pk=run.pk).first())
+    found = await borrow(
+        lambda: Run.objects.select_related("thread", "assistant").filter(pk=run.pk).first()
+    )
     if found is None:  # rolled back: the run is gone, as the Agent Server's is
         return HttpResponse(status=204)
     return json_response(request, shapes.run_json(found), 200 if query.wait else 202)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import types
 import typing
+import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -18,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from durable.api.errors import ApiError, BodyNotJSON
 from durable.engine import checks
-from durable.models import THREAD_ID_MAX_LENGTH
+from durable.models import NAME_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from durable.persistence.store.checks import MAX_TTL_MINUTES
 from durable.persistence.text import UnstorableText, check_text, text_problem, walk
 
@@ -486,18 +487,72 @@ class CronSearch(CronCount):
 # -- assistants ----------------------------------------------------------------------
 
 
-class AssistantSearch(Request):
-    graph_id: str | None = None
-    name: str | None = None
+AssistantSortBy = Literal["assistant_id", "created_at", "updated_at", "name", "graph_id"]
+AssistantField = Literal[
+    "assistant_id",
+    "graph_id",
+    "name",
+    "description",
+    "config",
+    "context",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "version",
+]
+AssistantName = Annotated[
+    str, Field(min_length=1, max_length=NAME_MAX_LENGTH), AfterValidator(_storable)
+]
+
+
+class AssistantCreate(Strict):
+    """An assistant of ``graph_id`` (checked by ``durable.engine.assistant_configs``)."""
+
+    assistant_id: uuid.UUID | None = None
+    graph_id: str
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
-    limit: int = Field(10, ge=1, le=1000)
-    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    if_exists: Literal["raise", "do_nothing"] = "raise"
+    name: AssistantName | None = None
+    description: str | None = None
+
+
+class AssistantPatch(Strict):
+    graph_id: str | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    name: AssistantName | None = None
+    description: str | None = None
 
 
 class AssistantCount(Strict):
     graph_id: str | None = None
     name: str | None = None
     metadata: dict[str, Any] | None = None
+
+
+class AssistantSearch(AssistantCount):
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    sort_by: AssistantSortBy | None = None
+    sort_order: Literal["asc", "desc"] | None = None
+    select: list[AssistantField] | None = None
+
+
+class AssistantVersions(Strict):
+    metadata: dict[str, Any] | None = None
+    limit: int = Field(10, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+
+
+class AssistantLatest(Strict):
+    version: int
+
+
+class AssistantDeleteQuery(Schema):
+    delete_threads: bool = False
 
 
 class GraphQuery(Schema):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from durable import engine
-from durable.models import Cron, Run, Thread
+from durable.models import Assistant, AssistantVersion, Cron, Run, Thread
 from durable.snapshots import checkpoint_json, interrupt_json, state_json
 from durable.values import jsonable
 
@@ -23,11 +23,12 @@ __all__ = [
     "run_json",
     "cron_json",
     "assistant_json",
+    "version_json",
     "item_json",
 ]
 
-# When the registered graphs were read, which is when this process loaded the API: an
-# assistant's created_at and updated_at (graphs are registered in code, not stored).
+# When the registered graphs were read, which is when this process loaded the API: a
+# graph's default assistant's created_at and updated_at (graphs are registered in code, not stored).
 REGISTERED_AT = timezone.now()
 
 
@@ -44,7 +45,8 @@ def run_statuses(wire: str) -> list[str]:
 
 def thread_json(thread: Thread) -> dict:
     """A thread as the Agent Server's ``Thread``: ``thread_id`` is its ``name``; its
-    metadata carries ``graph_id`` and ``assistant_id`` once a graph is bound; ``values``
+    metadata carries ``graph_id`` and ``assistant_id`` once a graph is bound (the stored
+    assistant its latest run was on, else the graph's own); ``values``
     and ``interrupts`` (by task id) are its latest state's; ``state_updated_at`` is when
     its latest checkpoint was written (its creation before it has one), ``config`` that
     of its latest run (``{}`` before it has one)."""
@@ -54,15 +56,20 @@ def thread_json(thread: Thread) -> dict:
         if t.interrupts:
             interrupts[t.id] = [interrupt_json(i) for i in t.interrupts]
     metadata = dict(thread.metadata)
+    last_run = thread.runs.order_by("-pk").values("config", "assistant__assistant_id").first()
+    last_run = last_run or {}
     if thread.graph:
-        metadata.update(graph_id=thread.graph, assistant_id=thread.graph)
+        assistant = last_run.get("assistant__assistant_id")
+        metadata.update(
+            graph_id=thread.graph, assistant_id=str(assistant) if assistant else thread.graph
+        )
     return {
         "thread_id": thread.name,
         "created_at": thread.created_at,
         "updated_at": thread.updated_at,
         "state_updated_at": latest.created_at or thread.created_at,
         "metadata": metadata,
-        "config": thread.runs.order_by("-pk").values_list("config", flat=True).first() or {},
+        "config": last_run.get("config") or {},
         "status": thread.status,
         "values": jsonable(latest.values),
         "interrupts": interrupts,
@@ -73,11 +80,14 @@ def run_json(run: Run) -> dict:
     """A run as the Agent Server's ``Run``, plus what this server records: ``kind``
     (start, resume, fork, replay), ``durability``, ``requested_by``, the checkpoint it
     started from, ``interrupts`` it stopped at, ``error`` and why it was stopped.
-    ``run.thread`` is read: select it with the run."""
+    ``assistant_id`` is the stored assistant's the run was asked on (with
+    ``assistant_version``, the version that gave it its config), or its graph's.
+    ``run.thread`` and ``run.assistant`` are read: select them with the run."""
     return {
         "run_id": str(run.pk),
         "thread_id": run.thread.name,
-        "assistant_id": run.graph,
+        "assistant_id": str(run.assistant.assistant_id) if run.assistant_pk else run.graph,
+        "assistant_version": run.assistant_version,
         "created_at": run.created_at,
         "updated_at": run.ended_at or run.started_at or run.created_at,
         "status": WIRE_STATUS.get(run.status, run.status),
@@ -97,20 +107,42 @@ def run_json(run: Run) -> dict:
     }
 
 
-def assistant_json(graph: str) -> dict:
-    """A registered graph as the Agent Server's ``Assistant``: one version, no config."""
+def version_json(found: AssistantVersion | Assistant | str) -> dict:
+    """An assistant's version as the Agent Server's ``AssistantVersion``; a stored
+    ``Assistant`` gives its latest, a registered graph's name its default assistant's
+    one version (no config, no context)."""
+    if isinstance(found, str):
+        return {
+            "assistant_id": found,
+            "graph_id": found,
+            "name": found,
+            "description": None,
+            "config": {},
+            "context": {},
+            "metadata": {},
+            "version": 1,
+            "created_at": REGISTERED_AT,
+        }
+    owner = found if isinstance(found, Assistant) else found.assistant
     return {
-        "assistant_id": graph,
-        "graph_id": graph,
-        "name": graph,
-        "description": None,
-        "config": {},
-        "context": {},
-        "metadata": {},
-        "version": 1,
-        "created_at": REGISTERED_AT,
-        "updated_at": REGISTERED_AT,
+        "assistant_id": str(owner.assistant_id),
+        "graph_id": found.graph_id,
+        "name": found.name,
+        "description": found.description,
+        "config": found.config,
+        "context": found.context,
+        "metadata": found.metadata,
+        "version": found.version,
+        "created_at": found.created_at,
     }
+
+
+def assistant_json(found: Assistant | str) -> dict:
+    """An assistant as the Agent Server's ``Assistant``: a stored one at its latest
+    version, or a registered graph (its name) as its own default assistant."""
+    shaped = version_json(found)
+    shaped["updated_at"] = REGISTERED_AT if isinstance(found, str) else found.updated_at
+    return shaped
 
 
 def item_json(found) -> dict:

@@ -107,9 +107,11 @@ def create_stateless_batch(request, body: list[BatchRunCreate]):
     for index, item in enumerate(body):
         try:
             item.modes()
-            access.graph(item.assistant_id)
+            access.graph(request, item.assistant_id)
         except ApiError as exc:
             raise ApiError(exc.status, exc.message, f"{index}.{exc.field}") from None
+        except engine.UnknownAssistant as exc:
+            raise ApiError(404, exc.message, f"{index}.assistant_id") from None
     return [shapes.run_json(_create(request, item)) for item in body]
 
 

@@ -3,7 +3,7 @@ token's tenant's threads. The wire's ``thread_id`` is the thread's ``name``."""
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import HttpResponse
 from ninja import Router
 
@@ -21,7 +21,7 @@ from durable.api.schemas import (
     ThreadSearch,
 )
 from durable.graphs import graph_names
-from durable.models import Thread
+from durable.models import Run, Thread
 from durable.persistence.metadata import MetadataKeyEquals
 
 threads = Router(tags=["threads"])
@@ -57,10 +57,16 @@ def create_thread(request, body: ThreadCreate = None):
 
 def _matching(request, metadata: dict | None, status: str | None) -> QuerySet[Thread]:
     """The threads whose metadata has every key/value of ``metadata`` (``graph_id`` and
-    ``assistant_id`` match the thread's graph), with ``status``."""
+    ``assistant_id`` match the thread's graph; an ``assistant_id`` of a stored assistant,
+    the threads with a run on it), with ``status``."""
     found = access.threads(request)
     for key, value in (metadata or {}).items():
-        if key in ("graph_id", "assistant_id"):
+        if key == "assistant_id" and (stored := engine.find_assistant(request.auth.tenant, value)):
+            # Agent Chat UI finds a stored assistant's threads by its id.
+            found = found.filter(
+                Exists(Run.objects.filter(thread=OuterRef("pk"), assistant=stored))
+            )
+        elif key in ("graph_id", "assistant_id"):
             found = found.filter(graph=value) if isinstance(value, str) else found.none()
         else:
             found = found.filter(MetadataKeyEquals(key, value))
@@ -123,8 +129,9 @@ def patch_thread(request, thread_id: ThreadId, body: ThreadPatch):
     thread = access.thread(request, thread_id)
     may_change(request)
     metadata = dict(body.metadata)
+    shown = shapes.thread_json(thread)["metadata"] if "assistant_id" in metadata else {}
     for key in ("graph_id", "assistant_id"):
-        if key in metadata and metadata.pop(key) != (thread.graph or None):
+        if key in metadata and metadata.pop(key) not in (thread.graph or None, shown.get(key)):
             raise ApiError(
                 422,
                 f"metadata.{key}: a thread's graph is set when it is created or by its "

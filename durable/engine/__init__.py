@@ -11,7 +11,11 @@ State reads (``durable.engine.state``): ``thread_state``, ``state_at``,
 ``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``,
 ``graph_shape``, ``config_for``; a registered graph's drawing and schemas, as
 assistants show them (``durable.engine.assistants``): ``graph_json``, ``graph_schemas``,
-``subgraph_schemas``; what an update would run next, written nowhere
+``subgraph_schemas``; stored assistants (``durable.engine.assistant_configs``):
+``resolve_assistant`` (what a run on an assistant runs, with which config and context:
+the one rule every surface that starts runs calls), ``find_assistant``,
+``create_assistant``, ``update_assistant``, ``set_latest_version``,
+``delete_assistant``; what an update would run next, written nowhere
 (``durable.engine.update``): ``next_after_update``. A thread's ``active_run``
 (``durable.engine.policy``).
 Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
@@ -22,6 +26,17 @@ and ``lease`` (a run in a worker), ``recovery`` (the reaper, drain and hand-back
 ``tasks`` (Celery tasks and worker signals) and ``follow`` (following a run's events).
 """
 
+from durable.engine.assistant_configs import (
+    RunAssistant,
+    UnknownAssistant,
+    create_assistant,
+    delete_assistant,
+    find_assistant,
+    merged_config,
+    resolve_assistant,
+    set_latest_version,
+    update_assistant,
+)
 from durable.engine.assistants import graph_json, graph_schemas, subgraph_schemas
 from durable.engine.checks import InvalidRequest, check_storable
 from durable.engine.crons import create_cron, delete_cron, fire, update_cron
@@ -64,6 +79,15 @@ from durable.engine.update import NOTHING_NEXT, next_after_update
 
 __all__ = [
     "InvalidRequest",
+    "RunAssistant",
+    "UnknownAssistant",
+    "resolve_assistant",
+    "merged_config",
+    "find_assistant",
+    "create_assistant",
+    "update_assistant",
+    "set_latest_version",
+    "delete_assistant",
     "ForkResult",
     "check_storable",
     "create_thread",

@@ -32,6 +32,7 @@ from django.utils import timezone as dj_timezone
 
 from durable import audit, conf
 from durable.engine import beat
+from durable.engine.assistant_configs import resolve_assistant
 from durable.engine.checks import InvalidRequest, check_input, compiled_graph, run_options
 from durable.engine.operations import start
 from durable.engine.options import graph_options
@@ -317,9 +318,16 @@ def fire(cron_pk: int, now: datetime | None = None) -> Run | None:
 
 
 def _start(cron: Cron) -> Run:
+    """The fire's run, on the cron's assistant as it stands now (its latest version's
+    config and context under the cron's own); raises ``UnknownAssistant`` for one
+    deleted since."""
     payload = cron.payload
+    asked = _asked(payload)
+    chosen = resolve_assistant(
+        cron.tenant, cron.assistant_id, asked.pop("config"), asked.pop("context")
+    )
     run = start(
-        cron.graph,
+        chosen.graph,
         payload.get("input"),
         name=cron.thread.name if cron.thread is not None else None,
         tenant=cron.tenant,
@@ -329,7 +337,8 @@ def _start(cron: Cron) -> Run:
         requested_by=f"cron:{cron.cron_id}",
         stream_modes=payload.get("stream_mode"),
         cron=cron,
-        **_asked(payload),
+        **asked,
+        **chosen.asked(),
     )
     if cron.thread is None:
         # Its own thread, as a stateless run's: deleted once the run ends, or kept.

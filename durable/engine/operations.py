@@ -147,6 +147,7 @@ def start(
     tenant: Tenant | None = None,
     stream_modes: list[str] | None = None,
     cron: Any = None,
+    assistant: Any = None,
     **asked: Any,
 ) -> Run:
     """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
@@ -163,12 +164,15 @@ def start(
     can replay them. ``cron`` is the ``Cron`` whose fire asks for the run
     (``durable.engine.crons``). ``asked``: ``config``, ``context``, ``interrupt_before``,
     ``interrupt_after``, ``after_seconds``, ``webhook``
-    (``durable.engine.options.graph_options``). Returns the pending Run (kind ``start``)."""
+    (``durable.engine.options.graph_options``); ``assistant`` (``resolve_assistant``),
+    the stored assistant and version the run is on, recorded on it (its config and
+    context come merged in ``asked``). Returns the pending Run (kind ``start``)."""
     compiled = compiled_graph(graph)
     if input is not None or name is None:
         check_input(compiled, input)
     options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     options |= graph_options(compiled, **asked)
+    options |= assistant.run_fields() if assistant else {}
     if name is not None:
         name = checked_name(name)
     tenant = tenant or Tenant.default()
@@ -206,6 +210,7 @@ def resume(
     goto: Any = None,
     update: Any = None,
     stream_modes: list[str] | None = None,
+    assistant: Any = None,
     **asked: Any,
 ) -> Run:
     """Answer the thread's pending interrupt(s) with a ``resume`` run, which streams
@@ -229,6 +234,7 @@ def resume(
     command = command_for(compiled, state, thread.name, value, answers, goto, update)
     options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     options |= graph_options(compiled, **asked)
+    options |= assistant.run_fields() if assistant else {}
     with transaction.atomic():
         created = _submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
         pending = list(state.interrupts)

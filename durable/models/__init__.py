@@ -1,8 +1,10 @@
 """Every table of the ``durable`` app, one module per group: the checkpoint tables
 behind ``DjangoSaver`` (``checkpoints``), tenants and their tokens (``tenancy``),
 threads, runs and their events (``runs``), the schedules that start runs (``crons``),
-the store's items (``store``), the audit trail and retention policies (``audit``)."""
+the store's items (``store``), the audit trail and retention policies (``audit``),
+assistants and their versions (``assistants``)."""
 
+from durable.models.assistants import NAME_MAX_LENGTH, Assistant, AssistantVersion
 from durable.models.audit import AuditEvent, AuditEventQuerySet, RetentionPolicy
 from durable.models.checkpoints import (
     THREAD_ID_MAX_LENGTH,
@@ -18,7 +20,10 @@ from durable.models.tenancy import ApiToken, Membership, Role, Tenant
 __all__ = [
     "THREAD_ID_MAX_LENGTH",
     "SEQ_ATTEMPTS",
+    "NAME_MAX_LENGTH",
     "ApiToken",
+    "Assistant",
+    "AssistantVersion",
     "AuditEvent",
     "AuditEventQuerySet",
     "Checkpoint",

@@ -11,6 +11,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Max, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from durable.models.assistants import Assistant
 from durable.models.checkpoints import THREAD_ID_MAX_LENGTH
 from durable.models.tenancy import Tenant
 
@@ -129,6 +130,13 @@ class Run(models.Model):
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
     graph = models.CharField(max_length=100)
+    # The stored assistant the run was asked on, and which of its versions gave it its
+    # config and context; none for a run on a graph's own default assistant (or once the
+    # assistant is deleted: the run keeps its own config).
+    assistant = models.ForeignKey(
+        Assistant, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    assistant_version = models.PositiveIntegerField(null=True, blank=True)
     kind = models.CharField(max_length=16, choices=Kind.choices)
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True
@@ -212,6 +220,12 @@ class Run(models.Model):
         """The primary key of the run's Thread row. Django names the column ``thread_id``;
         in this project ``thread_id`` means LangGraph's ``configurable.thread_id``."""
         return self.thread_id
+
+    @property
+    def assistant_pk(self) -> int | None:
+        """The primary key of the run's Assistant row (Django's ``assistant_id``); the
+        assistant's own id, as the API names it, is ``assistant.assistant_id``."""
+        return self.assistant_id
 
     @property
     def is_active(self) -> bool:

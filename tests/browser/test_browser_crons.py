@@ -22,7 +22,7 @@ def test_an_operator_makes_disables_enables_and_deletes_a_cron(page, web):
     expect(page.get_by_text("No crons yet.")).to_be_visible()
 
     form = page.get_by_role("form", name="New cron")
-    form.get_by_label("Graph").fill("preferences")
+    form.get_by_label("Assistant").fill("preferences")
     form.get_by_label("Schedule").fill("61 9 * * 1-5")
     form.get_by_label("Timezone").fill("Europe/Paris")
     form.get_by_label("Input").fill('{"user_id": "ada"}')

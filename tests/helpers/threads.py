@@ -8,6 +8,8 @@ from __future__ import annotations
 from durable import engine
 from durable.graphs import get_graph
 from durable.models import (
+    Assistant,
+    AssistantVersion,
     Checkpoint,
     CheckpointBlob,
     CheckpointWrite,
@@ -75,11 +77,19 @@ def counts() -> tuple[int, int, int]:
 
 def everything(running: Run | None = None) -> dict:
     """What a refused request must leave as it was: the rows of every table of threads,
-    runs, events and checkpoints, and each thread's and run's status (but the events
+    runs, events, checkpoints and assistants, and each thread's and run's status (but the events
     that a ``running`` run goes on writing meanwhile)."""
     counts = {
         model.__name__: model.objects.count()
-        for model in (Thread, Run, Checkpoint, CheckpointBlob, CheckpointWrite)
+        for model in (
+            Thread,
+            Run,
+            Checkpoint,
+            CheckpointBlob,
+            CheckpointWrite,
+            Assistant,
+            AssistantVersion,
+        )
     }
     events = RunEvent.objects.exclude(run=running) if running else RunEvent.objects
     return counts | {

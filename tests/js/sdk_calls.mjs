@@ -165,4 +165,42 @@ await run({
       missing: await refusal(sdk.assistants.get("nope")),
     };
   },
+
+  async stored_assistants(sdk) {
+    const made = await sdk.assistants.create({
+      graphId: "options",
+      config: { configurable: { x: 1 }, tags: ["t-a"] },
+      context: { user: "ann" },
+      metadata: { team: "ops" },
+      name: "Ann",
+    });
+    const id = made.assistant_id;
+    const updated = await sdk.assistants.update(id, { config: { configurable: { x: 2 } } });
+    const versions = await sdk.assistants.getVersions(id);
+    const { thread_id: tid } = await sdk.threads.create();
+    const ran = await sdk.runs.wait(tid, id, { input: {}, context: { user: "bob" } });
+    const runs = await sdk.runs.list(tid);
+    const latest = await sdk.assistants.setLatest(id, 1);
+    const again = await sdk.assistants.create({ graphId: "chat", assistantId: id, ifExists: "do_nothing" });
+    return {
+      made,
+      got: await sdk.assistants.get(id),
+      updated,
+      versions: versions.map((v) => [v.version, v.config]),
+      ran_log: ran.log,
+      run_assistant: [runs[0].assistant_id, runs[0].assistant_version],
+      latest,
+      again_name: again.name,
+      search: (await sdk.assistants.search({ metadata: { team: "ops" }, sortBy: "name", sortOrder: "asc" })).map((a) => a.assistant_id),
+      counted: await sdk.assistants.count({ graphId: "options" }),
+      schemas_graph: (await sdk.assistants.getSchemas(id)).graph_id,
+      graph_nodes: (await sdk.assistants.getGraph(id)).nodes.map((n) => n.id),
+      subgraphs: await sdk.assistants.getSubgraphs(id),
+      duplicate: await refusal(sdk.assistants.create({ graphId: "options", assistantId: id })),
+      unknown_graph: await refusal(sdk.assistants.create({ graphId: "nope" })),
+      bad_config: await refusal(sdk.assistants.update(id, { config: { configurable: { user: 7 } } })),
+      deleted: await sdk.assistants.delete(id),
+      gone: await refusal(sdk.assistants.get(id)),
+    };
+  },
 });

@@ -49,7 +49,7 @@ def test_a_cron_made_on_the_page_is_listed_in_words(client):
         ({"schedule": "61 * * * *"}, "schedule", "minute"),
         ({"timezone": "Mars/Olympus"}, "timezone", "IANA"),
         ({"end_time": "2020-01-01T00:00"}, "end_time", "in the past"),
-        ({"assistant_id": "nope"}, "assistant_id", "Unknown graph"),
+        ({"assistant_id": "nope"}, "assistant_id", "not found"),
         ({"input": "{not json"}, "input", "not valid JSON"),
         ({"input": '{"user_id": 7}'}, "input", "user_id"),
     ],

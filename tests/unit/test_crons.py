@@ -5,6 +5,7 @@ fire of a slot: claimed once, a missed slot skipped, a cron past its end disable
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -242,3 +243,35 @@ def test_a_patch_that_leaves_the_schedule_keeps_the_due_slot(operator_api):
     assert Cron.objects.get().metadata == {"k": "v"}
     assert operator_api("patch", path, {"schedule": "0 * * * *"})[0] == 200
     assert Cron.objects.get().next_run_date.minute == 0
+
+
+def test_a_cron_on_a_stored_assistant_fires_its_latest_version(
+    operator_api, django_capture_on_commit_callbacks
+):
+    _, made = operator_api(
+        "post",
+        "/assistants",
+        {"graph_id": "options", "config": {"configurable": {"x": 1}}, "context": {"user": "ann"}},
+    )
+    aid = made["assistant_id"]
+    body = {"assistant_id": aid, "schedule": "* * * * *", "input": {}}
+    status, made_cron = operator_api(
+        "post", "/runs/crons", body | {"config": {"configurable": {"y": 3}}}
+    )
+    assert status == 200, made_cron
+    assert made_cron["assistant_id"] == aid
+    # A version made after the cron is the one its next fire runs.
+    operator_api("patch", f"/assistants/{aid}", {"config": {"configurable": {"x": 2}}})
+    cron = Cron.objects.get()
+    with django_capture_on_commit_callbacks():
+        run = crons.fire(cron.pk, now=cron.next_run_date)
+    assert run.graph == "options" and run.assistant.assistant_id == uuid.UUID(aid)
+    assert run.assistant_version == 2
+    assert run.config == {"configurable": {"x": 2, "y": 3}}
+    assert run.context == {"user": "ann"}
+    # Another tenant's assistant, or none, is refused on assistant_id and stores nothing.
+    globex = Tenant.objects.create(slug="globex", name="Globex")
+    foreign = api(create_token(globex, "g")[1])
+    status, refused = foreign("post", "/runs/crons", body)
+    assert status == 422 and refused["field"] == "assistant_id"
+    assert Cron.objects.count() == 1

@@ -15,6 +15,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from durable.api import api
+from durable.engine import create_assistant
 from durable.models import Cron, Role, Run, RunEvent, Tenant
 from durable.persistence.store import DjangoStore, ScopedStore
 from durable.tenancy import create_token
@@ -51,6 +52,12 @@ CONSOLE = {
     "crons": ("GET", "tenant", False),
     "cron-enable": ("POST", "cron", True),
     "cron-delete": ("POST", "cron", True),
+    "assistants": ("GET", "tenant", False),
+    "assistant": ("GET", "assistant", False),
+    "assistant-latest": ("POST", "assistant", True),
+    "assistant-diff": ("GET", "assistant", False),
+    "assistant-delete": ("POST", "assistant", True),
+    "assistant-run": ("POST", "assistant", True),
     "switch-tenant": ("POST", "tenant", False),
 }
 # Outside the matrix: the login pages themselves and the Django admin (its own login).
@@ -97,6 +104,7 @@ def world():
         "cron": cron,
         "checkpoint": head(thread),
         "globex": globex,
+        "assistant": create_assistant(Tenant.default(), "expense_approval"),
         "viewer": viewer,
         "foreign": foreign,
         "anonymous": Client(),
@@ -112,8 +120,10 @@ def console_url(name: str, needs: str, world: dict) -> str:
         "checkpoint": [thread.pk, checkpoint],
         "event": [world["run"].pk, 1],
         "cron": [world["cron"].pk],
+        "assistant": [world["assistant"].assistant_id],
     }[needs]
     query = f"?a={checkpoint}&b={checkpoint}" if name == "diff" else ""
+    query = "?a=1&b=1" if name == "assistant-diff" else query
     return reverse(name, args=args) + query
 
 
@@ -203,6 +213,11 @@ API = [
     ("POST", "/api/store/items/search", {}, False, False),
     ("POST", "/api/store/namespaces", {}, False, False),
     ("POST", "/api/assistants/count", {}, False, False),
+    ("POST", "/api/assistants", {"graph_id": "expense_approval"}, True, False),
+    ("PATCH", "/api/assistants/{assistant_id}", {"name": "x"}, True, False),
+    ("DELETE", "/api/assistants/{assistant_id}", None, True, False),
+    ("POST", "/api/assistants/{assistant_id}/versions", {}, False, False),
+    ("POST", "/api/assistants/{assistant_id}/latest", {"version": 1}, True, False),
     ("GET", "/api/assistants/{assistant_id}/graph", None, False, False),
     ("GET", "/api/assistants/{assistant_id}/schemas", None, False, False),
     ("GET", "/api/assistants/{assistant_id}/subgraphs", None, False, False),

@@ -114,6 +114,32 @@ def test_assistants_get_and_search(js_results):
     assert r["missing"]["status"] == 404
 
 
+def test_stored_assistants_through_every_call(js_results):
+    r = result(js_results, "stored_assistants")
+    made, aid = r["made"], r["made"]["assistant_id"]
+    assert made["graph_id"] == "options" and made["version"] == 1 and made["name"] == "Ann"
+    # Read after set_latest(1): version 1 again, as it was made.
+    assert {**r["got"], "updated_at": None} == {**made, "updated_at": None}
+    assert r["updated"]["version"] == 2 and r["updated"]["context"] == {"user": "ann"}
+    assert r["versions"] == [
+        [2, {"configurable": {"x": 2}}],
+        [1, {"configurable": {"x": 1}, "tags": ["t-a"]}],
+    ]
+    # Version 2's config reached the graph, with the run's own context over the assistant's.
+    assert r["ran_log"][:3] == ["x=2", "own_thread=True", "user=bob"]
+    assert r["run_assistant"] == [aid, 2]
+    assert r["latest"]["version"] == 1 and r["latest"]["config"]["tags"] == ["t-a"]
+    assert r["again_name"] == "Ann"
+    assert r["search"] == [aid] and r["counted"] == 2
+    assert r["schemas_graph"] == "options"
+    assert {"read", "ask", "finish"} <= set(r["graph_nodes"]) and r["subgraphs"] == {}
+    assert r["duplicate"]["status"] == 409 and r["duplicate"]["field"] == "assistant_id"
+    assert r["unknown_graph"]["status"] == 422 and r["unknown_graph"]["field"] == "graph_id"
+    assert r["bad_config"]["status"] == 422
+    assert r["bad_config"]["field"] == "config.configurable.user"
+    assert r["gone"]["status"] == 404
+
+
 def test_approval_chat_asks_with_a_hitl_request_and_follows_each_decision(js_results):
     r = result(js_results, "approval_chat")
     request = r["approve"]["request"]

@@ -9,14 +9,14 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('durable', '0013_audit_patch_state_action'),
+        ('durable', '0014_assistants'),
     ]
 
     operations = [
         migrations.AlterField(
             model_name='auditevent',
             name='action',
-            field=models.CharField(choices=[('start', 'Start'), ('resume', 'Resume'), ('fork', 'Fork'), ('close', 'Close'), ('replay', 'Replay'), ('cancel', 'Cancel'), ('delete', 'Delete'), ('prune', 'Prune'), ('patch_state', 'Patch State'), ('cron_create', 'Cron Create'), ('cron_update', 'Cron Update'), ('cron_delete', 'Cron Delete'), ('retention_change', 'Retention Change'), ('token_create', 'Token Create'), ('token_revoke', 'Token Revoke'), ('login', 'Login')], max_length=32),
+            field=models.CharField(choices=[('start', 'Start'), ('resume', 'Resume'), ('fork', 'Fork'), ('close', 'Close'), ('replay', 'Replay'), ('cancel', 'Cancel'), ('delete', 'Delete'), ('prune', 'Prune'), ('patch_state', 'Patch State'), ('assistant_create', 'Assistant Create'), ('assistant_update', 'Assistant Update'), ('assistant_set_latest', 'Assistant Set Latest'), ('assistant_delete', 'Assistant Delete'), ('cron_create', 'Cron Create'), ('cron_update', 'Cron Update'), ('cron_delete', 'Cron Delete'), ('retention_change', 'Retention Change'), ('token_create', 'Token Create'), ('token_revoke', 'Token Revoke'), ('login', 'Login')], max_length=32),
         ),
         migrations.CreateModel(
             name='Cron',
