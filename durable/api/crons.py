@@ -11,18 +11,17 @@ from ninja import Router
 from durable import engine
 from durable.api import access, answers, shapes
 from durable.api.authentication import caller, may_change
-from durable.api.document import refusal
-from durable.api.errors import ApiError, json_response
-from durable.api.schemas import (
+from durable.api.cron_schemas import (
     CronCount,
     CronCreate,
     CronPatch,
     CronRun,
     CronSearch,
     ThreadCronCreate,
-    ThreadId,
-    stream_modes,
 )
+from durable.api.document import refusal
+from durable.api.errors import ApiError, json_response
+from durable.api.schemas import ThreadId, stream_modes
 from durable.models import Cron
 from durable.persistence.metadata import MetadataKeyEquals
 
