@@ -179,5 +179,7 @@ def assistant_diff(request, assistant_id):
             "changes": changes(
                 {k: getattr(a, k) for k in COMPARED}, {k: getattr(b, k) for k in COMPARED}
             ),
+            "a_label": f"In version {a.version}",
+            "b_label": f"In version {b.version}",
         }
     return render(request, "dashboard/assistant_diff.html", context, status=400 if errors else 200)

@@ -99,6 +99,7 @@ def test_versions_diff_and_set_latest(client):
     html = diff.content.decode()
     rows = html.split('data-testid="changes"', 1)[1].split("</table>", 1)[0]
     assert rows.count("<tr class=") == 2
+    assert '<th scope="col">In version 1</th><th scope="col">In version 2</th>' in rows
     assert '~ changed</td>\n      <th scope="row"><code>config.configurable.x</code>' in rows
     assert '+ added</td>\n      <th scope="row"><code>metadata.team</code>' in rows
     missing = client.get(reverse("assistant-diff", args=[made.assistant_id]) + "?a=1&b=9")
