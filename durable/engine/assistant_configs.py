@@ -312,12 +312,14 @@ def set_latest_version(
 def delete_assistant(
     assistant: Assistant, *, delete_threads: bool = False, requested_by: Any = None
 ) -> None:
-    """Delete ``assistant`` and its versions. Its runs stay, with their own config and
-    context, and no longer name it; with ``delete_threads``, the threads of the tenant
+    """Delete ``assistant``, its versions and its crons (their beat tasks with them:
+    ``durable.engine.beat``). Its runs stay, with their own config and context, and no
+    longer name it; with ``delete_threads``, the threads of the tenant
     that ran on it are deleted too (``delete_thread``), all in one transaction: a thread
     with a running run refuses the whole (``InvalidRequest("thread")``)."""
     with transaction.atomic():
-        _record(audit.Action.ASSISTANT_DELETE, assistant, requested_by)
+        crons = [str(cron_id) for cron_id in assistant.crons.values_list("cron_id", flat=True)]
+        _record(audit.Action.ASSISTANT_DELETE, assistant, requested_by, crons=crons)
         if delete_threads:
             ran = Thread.objects.filter(tenant=assistant.tenant, runs__assistant=assistant)
             for thread in ran.distinct():
@@ -329,7 +331,7 @@ def delete_assistant(
         assistant.delete()
 
 
-def _record(action: str, assistant: Assistant, requested_by: Any) -> None:
+def _record(action: str, assistant: Assistant, requested_by: Any, **more: Any) -> None:
     audit.record(
         action,
         actor=requested_by,
@@ -339,5 +341,6 @@ def _record(action: str, assistant: Assistant, requested_by: Any) -> None:
             "graph_id": assistant.graph_id,
             "name": assistant.name,
             "version": assistant.version,
+            **more,
         },
     )

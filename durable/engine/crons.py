@@ -32,7 +32,7 @@ from django.utils import timezone as dj_timezone
 
 from durable import audit, conf
 from durable.engine import beat
-from durable.engine.assistant_configs import resolve_assistant
+from durable.engine.assistant_configs import find_assistant, resolve_assistant
 from durable.engine.checks import InvalidRequest, check_input, compiled_graph, run_options
 from durable.engine.operations import start
 from durable.engine.options import graph_options
@@ -209,6 +209,7 @@ def create_cron(
             tenant=tenant,
             thread=thread,
             assistant_id=assistant_id,
+            stored_assistant=find_assistant(tenant, assistant_id),
             graph=graph,
             schedule=schedule,
             timezone=zone,

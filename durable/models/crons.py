@@ -5,6 +5,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
+from durable.models.assistants import Assistant
 from durable.models.runs import Thread
 from durable.models.tenancy import Tenant
 
@@ -37,7 +38,13 @@ class Cron(models.Model):
     thread = models.ForeignKey(
         Thread, on_delete=models.CASCADE, null=True, blank=True, related_name="crons"
     )
+    # As the caller named it: a stored assistant's UUID, or a registered graph's name.
     assistant_id = models.CharField(max_length=255)
+    # The stored assistant it names, if any: its crons go with it, as a thread's do (else
+    # each fire would be refused, every minute, for an assistant no longer there).
+    stored_assistant = models.ForeignKey(
+        Assistant, on_delete=models.CASCADE, null=True, blank=True, related_name="crons"
+    )
     graph = models.CharField(max_length=100)
     schedule = models.CharField(max_length=200)
     timezone = models.CharField(max_length=64, default="UTC")

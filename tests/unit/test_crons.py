@@ -275,3 +275,19 @@ def test_a_cron_on_a_stored_assistant_fires_its_latest_version(
     status, refused = foreign("post", "/runs/crons", body)
     assert status == 422 and refused["field"] == "assistant_id"
     assert Cron.objects.count() == 1
+
+
+def test_deleting_an_assistant_deletes_its_crons_and_their_beat_tasks(operator_api):
+    _, made = operator_api("post", "/assistants", {"graph_id": "options"})
+    aid = made["assistant_id"]
+    body = {"schedule": "* * * * *", "input": {}}
+    _, on_it = operator_api("post", "/runs/crons", body | {"assistant_id": aid})
+    _, on_graph = operator_api("post", "/runs/crons", body | {"assistant_id": "options"})
+    assert operator_api("delete", f"/assistants/{aid}")[0] == 204
+    _, left = operator_api("post", "/runs/crons/search", {})
+    assert [c["cron_id"] for c in left] == [on_graph["cron_id"]]
+    assert list(PeriodicTask.objects.filter(task=CRON_TASK).values_list("name", flat=True)) == [
+        f"cron:{on_graph['cron_id']}"
+    ]
+    deleted = AuditEvent.objects.get(action="assistant_delete")
+    assert deleted.detail["crons"] == [on_it["cron_id"]]
