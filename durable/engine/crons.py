@@ -82,12 +82,18 @@ def check_schedule(schedule: Any) -> str:
             f"schedule {schedule!r} must have five fields (minute hour day-of-month month "
             f"day-of-week), not {len(fields)}.",
         )
+    if "#" in schedule:  # Celery's parser drops "#n" and would fire on every such day
+        raise InvalidRequest(
+            "schedule",
+            f"schedule {schedule!r} names an nth weekday ('#'), which Celery's crontab "
+            "cannot fire: name the days of the month instead.",
+        )
     for text, (what, size, first) in zip(fields, _FIELDS, strict=True):
         try:
             crontab_parser(size, first).parse(text)
         except (ParseException, ValueError) as exc:
             raise InvalidRequest(
-                "schedule", f"schedule: bad {what} field {text!r} ({exc})."
+                "schedule", f"schedule has a bad {what} field {text!r} ({exc})."
             ) from None
     if not croniter.is_valid(" ".join(fields)):
         raise InvalidRequest("schedule", f"schedule {schedule!r} is not a cron expression.")

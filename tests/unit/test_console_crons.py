@@ -60,6 +60,7 @@ def test_a_refused_cron_shows_the_error_on_its_field(client, change, field, says
     page = response.content.decode()
     error = page.split(f'id="id_{field}-error"', 1)[1].split("</span>", 1)[0]
     assert says in error, error
+    assert f'role="alert">{field}:' not in error  # said once, beside its field
     assert not Cron.objects.exists() and not PeriodicTask.objects.filter(task=CRON_TASK).exists()
 
 
