@@ -294,7 +294,8 @@ def fire(cron_pk: int, now: datetime | None = None) -> Run | None:
     marked with the cron. Returns that run, or ``None`` when nothing was started: the
     cron is gone or disabled, its slot is not due or was claimed by another fire, the
     slot is older than ``DURABLE_CRON_GRACE_SECONDS`` (skipped), ``end_time`` has
-    passed (the cron is disabled), or ``start`` refused the run (logged)."""
+    passed (the cron is disabled), or ``start`` refused the run (logged, and kept in
+    ``last_error`` until a fire starts one)."""
     now = now or dj_timezone.now()
     cron = Cron.objects.select_related("tenant", "thread").filter(pk=cron_pk).first()
     if cron is None or not cron.enabled:
@@ -318,10 +319,16 @@ def fire(cron_pk: int, now: datetime | None = None) -> Run | None:
             return None
         try:
             with transaction.atomic():
-                return _start(cron)
+                run = _start(cron)
         except InvalidRequest as exc:
+            # Kept on the row, so that the Crons page shows a cron whose fires all fail.
             logger.warning("cron %s: run refused (%s: %s)", cron.cron_id, exc.field, exc)
+            refused = f"{exc.field}: {exc.message}"
+            Cron.objects.filter(pk=cron.pk).update(last_error=refused)
             return None
+        if cron.last_error:
+            Cron.objects.filter(pk=cron.pk).update(last_error="")
+        return run
 
 
 def _start(cron: Cron) -> Run:

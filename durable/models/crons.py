@@ -23,7 +23,9 @@ class Cron(models.Model):
 
     ``next_run_date`` is the slot the next fire claims (``durable.engine.crons.fire``):
     a fire moves it on with a compare-and-set, so a slot starts at most one run.
-    ``last_run_date`` is the slot of the last fire that started a run. This row is the
+    ``last_run_date`` is the slot of the last fire (not one skipped as missed);
+    ``last_error`` says why that fire started no run (``""`` when it started one). This
+    row is the
     source of truth; django-celery-beat's ``PeriodicTask`` named ``cron:<cron_id>``
     only wakes the fire up, and follows it (``durable.engine.crons``).
     """
@@ -58,6 +60,7 @@ class Cron(models.Model):
     user_id = models.CharField(max_length=150, blank=True, default="")
     next_run_date = models.DateTimeField(null=True, blank=True)
     last_run_date = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -292,3 +292,29 @@ def test_deleting_an_assistant_deletes_its_crons_and_their_beat_tasks(operator_a
     ]
     deleted = AuditEvent.objects.get(action="assistant_delete")
     assert deleted.detail["crons"] == [on_it["cron_id"]]
+
+
+def test_a_refused_fire_is_kept_on_the_cron_until_one_starts_a_run(
+    django_capture_on_commit_callbacks,
+):
+    thread = Thread.objects.create(
+        tenant=Tenant.default(), thread_id="t-2", name="idle", graph="preferences"
+    )
+    # No input, on a thread with nothing to go on with: the fire's run is refused.
+    cron = crons.create_cron(
+        "preferences",
+        "* * * * *",
+        tenant=Tenant.default(),
+        assistant_id="preferences",
+        thread=thread,
+    )
+    with django_capture_on_commit_callbacks():
+        assert crons.fire(cron.pk, now=cron.next_run_date) is None
+    cron.refresh_from_db()
+    assert cron.last_error.startswith("input: ") and not Run.objects.exists()
+    crons.update_cron(cron, {"input": GREETING})
+    cron.refresh_from_db()
+    with django_capture_on_commit_callbacks():
+        assert crons.fire(cron.pk, now=cron.next_run_date) is not None
+    cron.refresh_from_db()
+    assert cron.last_error == ""
