@@ -32,7 +32,7 @@ from django.utils import timezone as dj_timezone
 
 from durable import audit, conf
 from durable.engine import beat
-from durable.engine.assistant_configs import find_assistant, resolve_assistant
+from durable.engine.assistant_configs import checked_config, find_assistant, resolve_assistant
 from durable.engine.checks import InvalidRequest, check_input, compiled_graph, run_options
 from durable.engine.operations import start
 from durable.engine.options import graph_options
@@ -146,9 +146,9 @@ def next_slot(schedule: str, zone: str, after: datetime) -> datetime:
 
 
 def _checked_payload(graph: str, payload: dict, thread: Thread | None) -> dict:
-    """``payload`` checked as ``start`` checks a run's request (nothing is written): on
-    a thread of its own a run needs an input; on a thread, none goes on from its next
-    tasks."""
+    """``payload`` checked as ``start`` checks a run's request (nothing is written), and
+    its config against the graph's config schema, as an assistant's is: on a thread of
+    its own a run needs an input; on a thread, none goes on from its next tasks."""
     compiled = compiled_graph(graph)
     if payload.get("input") is not None or thread is None:
         check_input(compiled, payload.get("input"))
@@ -160,6 +160,7 @@ def _checked_payload(graph: str, payload: dict, thread: Thread | None) -> dict:
         payload.get("stream_mode"),
     )
     graph_options(compiled, **_asked(payload))
+    checked_config(graph, payload.get("config"), payload.get("context"))
     return {k: v for k, v in payload.items() if k in PAYLOAD_KEYS and v is not None}
 
 

@@ -84,6 +84,10 @@ def test_a_cron_is_stored_with_its_beat_task_and_audited(operator_api):
         ({"end_time": "2020-01-01T00:00:00Z"}, "end_time"),
         ({"assistant_id": "no_such_graph"}, "assistant_id"),
         ({"input": {"user_id": 7}}, "input"),
+        (
+            {"assistant_id": "options", "input": {}, "config": {"configurable": {"user": 5}}},
+            "config.configurable.user",
+        ),
     ],
 )
 def test_bad_input_is_a_422_naming_the_field_and_stores_nothing(operator_api, change, field):
