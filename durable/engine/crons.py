@@ -145,6 +145,12 @@ def next_slot(schedule: str, zone: str, after: datetime) -> datetime:
     return found.astimezone(ZoneInfo("UTC"))
 
 
+def _slot_before(end_time: datetime | None, slot: datetime) -> datetime | None:
+    """``slot``, or ``None`` when it falls after the cron's ``end_time``: no fire is
+    shown as next that will not happen."""
+    return slot if end_time is None or slot <= end_time else None
+
+
 def _checked_payload(graph: str, payload: dict, thread: Thread | None) -> dict:
     """``payload`` checked as ``start`` checks a run's request (nothing is written), and
     its config against the graph's config schema, as an assistant's is: on a thread of
@@ -226,7 +232,9 @@ def create_cron(
             payload=payload,
             metadata=payload.get("metadata") or {},
             user_id=audit.actor_name(requested_by) or "",
-            next_run_date=next_slot(schedule, zone, now) if enabled else None,
+            next_run_date=_slot_before(end_time, next_slot(schedule, zone, now))
+            if enabled
+            else None,
         )
         beat.follow(cron)
         _audit(audit.Action.CRON_CREATE, cron, requested_by)
@@ -256,11 +264,17 @@ def update_cron(cron: Cron, changes: dict, *, requested_by: Any = None) -> Cron:
         payload["metadata"] = {**cron.metadata, **changes["metadata"]}
     payload = _checked_payload(cron.graph, payload, cron.thread)
     enabled = bool(changes.get("enabled", cron.enabled))
+    if changes.get("enabled") and end_time is not None and end_time <= now:
+        raise InvalidRequest(
+            "enabled",
+            f"The cron ended at {end_time.isoformat()}: give a later end_time to enable it.",
+        )
     with transaction.atomic():
         cron = Cron.objects.select_for_update().get(pk=cron.pk)
         moved = (schedule, zone, enabled) != (cron.schedule, cron.timezone, cron.enabled)
         if moved or cron.next_run_date is None:
-            cron.next_run_date = next_slot(schedule, zone, now) if enabled else None
+            slot = next_slot(schedule, zone, now) if enabled else None
+            cron.next_run_date = slot and _slot_before(end_time, slot)
         cron.schedule, cron.timezone, cron.end_time = schedule, zone, end_time
         cron.on_run_completed, cron.payload, cron.enabled = on_run_completed, payload, enabled
         cron.metadata = payload.get("metadata") or {}
@@ -307,7 +321,7 @@ def fire(cron_pk: int, now: datetime | None = None) -> Run | None:
     slot = cron.next_run_date
     if slot is None or slot > now + timedelta(seconds=EARLY_SECONDS):
         return None
-    following = next_slot(cron.schedule, cron.timezone, max(now, slot))
+    following = _slot_before(cron.end_time, next_slot(cron.schedule, cron.timezone, max(now, slot)))
     fresh = now - slot <= timedelta(seconds=float(conf.DURABLE_CRON_GRACE_SECONDS))
     with transaction.atomic():
         claimed = Cron.objects.filter(pk=cron.pk, enabled=True, next_run_date=slot).update(

@@ -225,6 +225,21 @@ def test_a_cron_past_its_end_is_disabled_and_fires_no_more():
     assert not Run.objects.exists()
 
 
+def test_no_fire_after_the_end_is_shown_and_an_ended_cron_is_not_enabled_again(operator_api):
+    minutely = a_cron(end_time=timezone.now() + timedelta(seconds=1))
+    minutely.refresh_from_db()
+    # Its next minute is past its end: no next fire.
+    assert minutely.next_run_date is None or minutely.next_run_date <= minutely.end_time
+    Cron.objects.filter(pk=minutely.pk).update(end_time=timezone.now() - timedelta(minutes=1))
+    crons.fire(minutely.pk)
+    minutely.refresh_from_db()
+    assert not minutely.enabled
+    status, refused = operator_api("patch", f"/runs/crons/{minutely.cron_id}", {"enabled": True})
+    assert (status, refused["field"]) == (422, "enabled")
+    minutely.refresh_from_db()
+    assert not minutely.enabled
+
+
 def test_a_thread_s_crons_and_their_beat_tasks_go_with_the_thread(operator_api):
     operator_api("post", "/threads", {"thread_id": "daily"})
     body = {"assistant_id": "preferences", "schedule": "0 8 * * *", "input": GREETING}
