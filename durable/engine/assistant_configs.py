@@ -259,10 +259,12 @@ def update_assistant(
     """A new version of ``assistant``, made its latest, as the Agent Server's ``PATCH``:
     each field given replaces the latest version's (``metadata`` is merged into it, key
     by key), the others stay; config and context are checked against the graph the
-    assistant runs then. Returns the assistant as it now is."""
+    assistant runs then; an assistant with crons keeps its graph
+    (``InvalidRequest("graph_id")``). Returns the assistant as it now is."""
     with transaction.atomic():
         current = Assistant.objects.select_for_update().get(pk=assistant.pk)
         graph = current.graph_id if graph_id is None else graph_id
+        _check_keeps_its_crons(current, graph, "graph_id")
         fields = {
             "graph_id": graph,
             "name": current.name if name is None else _name(name),
@@ -291,7 +293,8 @@ def set_latest_version(
 ) -> Assistant:
     """Make ``version`` (a number of one of ``assistant``'s versions) its latest: the
     assistant takes that version's fields, and runs on it use them from now on. Raises
-    ``InvalidRequest("version")`` for a version it does not have."""
+    ``InvalidRequest("version")`` for a version it does not have, or one of another
+    graph while the assistant has crons."""
     if not isinstance(version, int) or isinstance(version, bool):
         raise InvalidRequest("version", "version must be an integer.")
     with transaction.atomic():
@@ -301,12 +304,24 @@ def set_latest_version(
             raise InvalidRequest(
                 "version", f"Assistant {str(current.assistant_id)!r} has no version {version}."
             )
+        _check_keeps_its_crons(current, chosen.graph_id, "version")
         for key in VERSIONED:
             setattr(current, key, getattr(chosen, key))
         current.version = version
         current.save()
         _record(audit.Action.ASSISTANT_SET_LATEST, current, requested_by)
     return current
+
+
+def _check_keeps_its_crons(current: Assistant, graph: str, field: str) -> None:
+    """Refuse moving an assistant that has crons to another graph: their runs' input and
+    config were checked against the graph it runs now, and each fire would be refused."""
+    if graph != current.graph_id and current.crons.exists():
+        raise InvalidRequest(
+            field,
+            f"Assistant {str(current.assistant_id)!r} has crons of graph "
+            f"{current.graph_id!r}: delete them before moving it to graph {graph!r}.",
+        )
 
 
 def delete_assistant(

@@ -337,3 +337,14 @@ def test_a_refused_fire_is_kept_on_the_cron_until_one_starts_a_run(
         assert crons.fire(cron.pk, now=cron.next_run_date) is not None
     cron.refresh_from_db()
     assert cron.last_error == ""
+
+
+def test_an_assistant_with_crons_keeps_its_graph(operator_api):
+    _, made = operator_api("post", "/assistants", {"graph_id": "options"})
+    aid = made["assistant_id"]
+    body = {"assistant_id": aid, "schedule": "* * * * *", "input": {}}
+    assert operator_api("post", "/runs/crons", body)[0] == 200
+    status, refused = operator_api("patch", f"/assistants/{aid}", {"graph_id": "preferences"})
+    assert (status, refused["field"]) == (422, "graph_id")
+    _, found = operator_api("post", "/assistants/search", {"graph_id": "options"})
+    assert [a["assistant_id"] for a in found if a["assistant_id"] == aid] == [aid]
