@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cron_descriptor import Options, get_description
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 
 from durable.models import Cron, Run
 
@@ -29,9 +31,17 @@ def in_words(schedule: str) -> str:
         return schedule
 
 
-def rows(crons, runs) -> list[CronRow]:
-    """Each of ``crons`` with its words and its ``LAST_RUNS`` newest of ``runs``."""
-    return [
-        CronRow(c, in_words(c.schedule), list(runs.filter(cron=c).order_by("-pk")[:LAST_RUNS]))
-        for c in crons
-    ]
+def rows(crons: list[Cron], runs) -> list[CronRow]:
+    """Each of ``crons`` (a page of them) with its words and its ``LAST_RUNS`` newest of
+    ``runs`` (a ``Run`` queryset), newest first. One query for all the crons' runs, and
+    at most ``LAST_RUNS`` a cron however many it has had."""
+    ranked = (
+        runs.filter(cron__in=[c.pk for c in crons])
+        .annotate(nth=Window(RowNumber(), partition_by=[F("cron")], order_by=F("pk").desc()))
+        .filter(nth__lte=LAST_RUNS)
+        .order_by("cron", "-pk")
+    )
+    last: dict[int, list[Run]] = {}
+    for run in ranked:
+        last.setdefault(run.cron_id, []).append(run)
+    return [CronRow(c, in_words(c.schedule), last.get(c.pk, [])) for c in crons]

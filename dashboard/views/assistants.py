@@ -8,6 +8,7 @@ version the latest again, and deleting it. Every change goes through
 
 from __future__ import annotations
 
+from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -25,6 +26,7 @@ from durable import engine
 from durable.graphs import graph_names
 
 VERSIONS_SHOWN = 50
+ASSISTANTS_PER_PAGE = 50
 COMPARED = ("graph_id", "name", "description", "config", "context", "metadata")
 
 
@@ -47,7 +49,8 @@ def _save(request, form: AssistantForm, assistant=None):
 
 @require_http_methods(["GET", "POST"])
 def assistant_list(request):
-    """The tenant's assistants, newest first, and the registered graphs; POST creates
+    """The tenant's assistants, newest first, ``ASSISTANTS_PER_PAGE`` a page
+    (``?page=``), and the registered graphs; POST creates
     one (``AssistantForm``) and 303s to it. Refused (400, the form with the error on its
     field, nothing stored): JSON that does not parse or is not an object, an unknown
     graph, a config the graph's config schema refuses, a context its context schema
@@ -59,8 +62,12 @@ def assistant_list(request):
         made = _save(request, form)
         if made is not None:
             return see_other(reverse("assistant", args=[made.assistant_id]))
+    page = Paginator(access.assistants(request), ASSISTANTS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
     context = {
-        "assistants": access.assistants(request)[:200],
+        "page": page,
+        "assistants": page,
         "graphs": graph_names(),
         "form": form,
     }

@@ -4,6 +4,7 @@ read; every change goes through ``durable.engine.crons`` (audited)."""
 
 from __future__ import annotations
 
+from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -14,11 +15,14 @@ from dashboard.http import see_other
 from dashboard.present.crons import rows
 from durable import engine
 
+CRONS_PER_PAGE = 50
+
 
 @require_http_methods(["GET", "POST"])
 def cron_list(request):
-    """The page (GET); a new cron (POST, operators): 303 back to the page, or the form
-    again with the error on its field (400), nothing stored."""
+    """The page (GET): the tenant's crons, newest first, ``CRONS_PER_PAGE`` a page
+    (``?page=``); a new cron (POST, operators): 303 back to the page, or the form again
+    with the error on its field (400), nothing stored."""
     form = CronForm(request.POST if request.method == "POST" else None)
     if request.method == "POST":
         access.require_operator(request)
@@ -40,8 +44,10 @@ def cron_list(request):
                 form.refused(exc)
             else:
                 return see_other(reverse("crons"))
+    page = Paginator(access.crons(request), CRONS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
-        "rows": rows(access.crons(request), access.runs(request)),
+        "page": page,
+        "rows": rows(list(page), access.runs(request)),
         "form": form,
         "may_act": access.may_act_here(request),
     }

@@ -1,7 +1,8 @@
 """The Assistants page in a real browser: create an assistant, an edit whose config the
 graph's config schema refuses shows the error on the config field and saves nothing, a
 good edit makes version 2, the diff of the two versions, and making version 1 the
-latest again, then a run on it, which its thread's page names."""
+latest again, then a run on it, which its thread's page names; a long unbroken name and
+description wrap within the page."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from durable.models import Assistant, AssistantVersion, AuditEvent
+from durable import engine
+from durable.models import Assistant, AssistantVersion, AuditEvent, Tenant
+from durable.models.assistants import NAME_MAX_LENGTH
 from tests.helpers.browser import shot
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -69,3 +72,17 @@ def test_create_edit_compare_and_set_latest(page, web):
         AuditEvent.objects.exclude(action="login").order_by("pk").values_list("action", flat=True)
     )
     assert actions == ["assistant_create", "assistant_update", "assistant_set_latest", "start"]
+
+
+def test_a_long_unbroken_name_and_description_stay_within_the_page(page, web):
+    engine.create_assistant(
+        Tenant.default(), "options", name="n" * NAME_MAX_LENGTH, description="d" * 5000
+    )
+    page.goto(f"{web.url}/assistants/")
+    table = page.get_by_test_id("assistants")
+    expect(table).to_contain_text("d" * 199 + "…")
+    widths = table.evaluate(
+        "t => [t.getBoundingClientRect().right, t.closest('main').getBoundingClientRect().right]"
+    )
+    assert widths[0] <= widths[1], widths
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

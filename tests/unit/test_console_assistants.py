@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.views.assistants import ASSISTANTS_PER_PAGE
 from durable import engine
 from durable.models import Assistant, AssistantVersion, AuditEvent, Role, Run, Tenant
 from tests.helpers.users import member
@@ -183,3 +184,27 @@ def test_start_a_run_on_an_assistant(client):
     assert refused.status_code == 400
     assert 'id="input-errors"' in refused.content.decode()
     assert Run.objects.count() == 1
+
+
+def test_the_list_shows_a_page_of_assistants_newest_first_and_links_the_next(client):
+    made = [
+        engine.create_assistant(Tenant.default(), "options", name=f"Assistant {n}")
+        for n in range(ASSISTANTS_PER_PAGE + 3)
+    ]
+    first = client.get(reverse("assistants")).content.decode()
+    assert [a for a in made if str(a.assistant_id) in first] == made[3:]
+    assert 'href="?page=2"' in first and "Page 1 of 2" in first
+    second = client.get(reverse("assistants") + "?page=2").content.decode()
+    assert [a for a in made if str(a.assistant_id) in second] == made[:3]
+    assert 'href="?page=1"' in second and "?page=3" not in second
+
+
+def test_a_long_description_is_shortened_on_the_list(client):
+    long = "word " * 400_000  # 2 MB
+    made = engine.create_assistant(Tenant.default(), "options", name="Ann", description=long)
+    response = client.get(reverse("assistants"))
+    page = response.content.decode()
+    assert len(response.content) < 100_000
+    assert ("word " * 39).strip() in page and "word " * 41 not in page and "…" in page
+    detail = client.get(reverse("assistant", args=[made.assistant_id])).content.decode()
+    assert long.strip() in detail  # the assistant's own page keeps it whole, to edit

@@ -10,6 +10,9 @@ from django.test import Client
 from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
+from dashboard.present.crons import LAST_RUNS
+from dashboard.views.crons import CRONS_PER_PAGE
+from durable import engine
 from durable.engine import crons
 from durable.models import AuditEvent, Cron, Run, Tenant
 from durable.tasknames import CRON_TASK
@@ -125,3 +128,43 @@ def test_another_tenant_s_cron_is_a_404(client, globex):
     assert "0 * * * *" not in client.get(reverse("crons")).content.decode()
     assert Cron.objects.filter(tenant=globex).count() == 1
     assert Tenant.default().crons.count() == 0
+
+
+def _make_crons(n: int) -> list[Cron]:
+    return [
+        crons.create_cron(
+            "preferences",
+            f"{minute} * * * *",
+            tenant=Tenant.default(),
+            assistant_id="preferences",
+            payload={"input": {"user_id": "x"}},
+        )
+        for minute in range(n)
+    ]
+
+
+def test_the_page_lists_a_page_of_crons_newest_first_and_links_the_next(client):
+    made = _make_crons(CRONS_PER_PAGE + 3)
+    first = client.get(reverse("crons")).content.decode()
+    shown = [c for c in made if f'id="cron-{c.pk}"' in first]
+    assert shown == made[3:]  # the newest page's worth
+    assert 'href="?page=2"' in first and "Page 1 of 2" in first
+    second = client.get(reverse("crons") + "?page=2").content.decode()
+    assert [c for c in made if f'id="cron-{c.pk}"' in second] == made[:3]
+    assert 'href="?page=1"' in second and "?page=3" not in second
+
+
+def test_a_page_s_queries_do_not_grow_with_its_crons_or_their_runs(
+    client, django_assert_max_num_queries
+):
+    cron, *others = _make_crons(CRONS_PER_PAGE)
+    runs = [engine.start("preferences", {"user_id": "x"}) for _ in range(LAST_RUNS + 2)]
+    Run.objects.update(cron=cron)
+    with django_assert_max_num_queries(12):
+        page = client.get(reverse("crons")).content.decode()
+    row = page.split(f'id="cron-{cron.pk}"', 1)[1].split("</tr>", 1)[0]
+    newest = [r.pk for r in runs[-LAST_RUNS:]]
+    assert [pk for pk in (r.pk for r in runs) if f"run {pk}:" in row] == newest
+    assert all(
+        "none yet" in page.split(f'id="cron-{c.pk}"', 1)[1].split("</tr>")[0] for c in others
+    )
