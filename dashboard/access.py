@@ -29,7 +29,9 @@ def crons(request) -> QuerySet[Cron]:
     """The crons of the request's tenant (none without a tenant)."""
     if request.tenant is None:
         return Cron.objects.none()
-    return Cron.objects.filter(tenant=request.tenant).select_related("tenant", "thread")
+    return Cron.objects.filter(tenant=request.tenant).select_related(
+        "tenant", "thread", "stored_assistant"
+    )
 
 
 def cron_or_404(request, pk: int) -> Cron:

@@ -44,23 +44,35 @@ def cron_list(request):
                 form.refused(exc)
             else:
                 return see_other(reverse("crons"))
+    return _page(request, form)
+
+
+def _page(request, form: CronForm, refused: str | None = None):
+    """The page with ``form``, and ``refused`` (an action's refusal) above the table;
+    400 when either holds an error."""
     page = Paginator(access.crons(request), CRONS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "page": page,
         "rows": rows(list(page), access.runs(request)),
         "form": form,
         "may_act": access.may_act_here(request),
+        "refused": refused,
     }
-    return render(request, "dashboard/crons.html", context, status=400 if form.errors else 200)
+    failed = form.errors or refused
+    return render(request, "dashboard/crons.html", context, status=400 if failed else 200)
 
 
 @require_POST
 def cron_enable(request, pk: int):
-    """Enable (``enabled=1``) or disable (``enabled=0``) cron ``pk``; 303 to the page."""
+    """Enable (``enabled=1``) or disable (``enabled=0``) cron ``pk``; 303 to the page, or
+    the page with the refusal (400: a cron past its ``end_time`` is not enabled again)."""
     cron = access.cron_or_404(request, pk)
     access.require_operator(request)
     enabled = request.POST.get("enabled") == "1"
-    engine.update_cron(cron, {"enabled": enabled}, requested_by=request.user)
+    try:
+        engine.update_cron(cron, {"enabled": enabled}, requested_by=request.user)
+    except engine.InvalidRequest as exc:
+        return _page(request, CronForm(), refused=exc.message)
     return see_other(reverse("crons"))
 
 

@@ -168,3 +168,37 @@ def test_a_page_s_queries_do_not_grow_with_its_crons_or_their_runs(
     assert all(
         "none yet" in page.split(f'id="cron-{c.pk}"', 1)[1].split("</tr>")[0] for c in others
     )
+
+
+def test_a_cron_names_its_assistant_and_shows_a_fire_that_started_no_run(
+    client, django_capture_on_commit_callbacks
+):
+    options = engine.create_assistant(Tenant.default(), "options", name="Ann's options")
+    on_it = crons.create_cron(
+        "options",
+        "* * * * *",
+        tenant=Tenant.default(),
+        assistant_id=str(options.assistant_id),
+        payload={"input": {}},
+    )
+    # An input the graph no longer takes (its code changed since): the fire is refused.
+    Cron.objects.filter(pk=on_it.pk).update(payload={"input": {"nobody": 1}})
+    with django_capture_on_commit_callbacks():
+        assert crons.fire(on_it.pk, now=on_it.next_run_date) is None
+    page = client.get(reverse("crons")).content.decode()
+    row = page.split(f'id="cron-{on_it.pk}"', 1)[1].split("</tr>", 1)[0]
+    assert "Ann&#x27;s options</a>" in row and "(options)" in row
+    assert str(on_it.cron_id)[:8] in row
+    refused = row.split('data-testid="cron-last-error">', 1)[1].split("</span>", 1)[0]
+    assert refused.startswith("started no run: input: ")
+
+
+def test_enabling_a_cron_that_has_ended_is_refused_on_the_page(client):
+    ended = _make_crons(1)[0]
+    Cron.objects.filter(pk=ended.pk).update(enabled=False, end_time="2020-01-01T00:00:00Z")
+    response = client.post(reverse("cron-enable", args=[ended.pk]), {"enabled": "1"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "give a later end_time" in page.split('data-testid="cron-refused">', 1)[1]
+    ended.refresh_from_db()
+    assert not ended.enabled
