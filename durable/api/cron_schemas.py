@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field
+from pydantic import StrictBool
 
 from durable.api.schemas import MAX_OFFSET, Breakpoints, RunConfig, Strict, ThreadId
 
@@ -56,7 +57,8 @@ class ThreadCronCreate(CronRun):
     schedule: str
     timezone: str | None = None
     end_time: datetime | None = None
-    enabled: bool = True
+    # Strict: "yes" or 1 is a 422 here, as a PATCH's 5 is, not a cron enabled by chance.
+    enabled: StrictBool = True
     # The JS SDK sends it for a thread's cron too, where every fire keeps the thread.
     on_run_completed: Literal["delete", "keep"] = "delete"
 
@@ -69,7 +71,7 @@ class CronPatch(CronRun):
     schedule: str | None = None
     timezone: str | None = None
     end_time: datetime | None = None
-    enabled: bool | None = None
+    enabled: StrictBool | None = None
     on_run_completed: Literal["delete", "keep"] | None = None
     multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] | None = None
 
@@ -81,7 +83,7 @@ class CronCount(Strict):
 
 
 class CronSearch(CronCount):
-    enabled: bool | None = None
+    enabled: StrictBool | None = None
     limit: int = Field(10, ge=1, le=1000)
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
     sort_by: CronSortBy = "created_at"

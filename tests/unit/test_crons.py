@@ -80,6 +80,7 @@ def test_a_cron_is_stored_with_its_beat_task_and_audited(operator_api):
         ({"schedule": "* * *"}, "schedule"),
         ({"schedule": "0 0 31 2 *"}, "schedule"),
         ({"schedule": "0 0 * * SUN#1"}, "schedule"),
+        ({"enabled": "yes"}, "enabled"),
         ({"timezone": "Mars/Olympus"}, "timezone"),
         ({"end_time": "2020-01-01T00:00:00Z"}, "end_time"),
         ({"assistant_id": "no_such_graph"}, "assistant_id"),
