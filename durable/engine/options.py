@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from django.utils import timezone
 from langgraph.constants import END
-from pydantic import BaseModel
+from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
 
 from durable import conf
 from durable.engine.checks import InvalidRequest, check_storable, resume_command
@@ -106,6 +106,7 @@ def _context(compiled, context: Any) -> dict | None:
     check_storable(context, "context")
     schema = getattr(compiled, "context_schema", None)
     if isinstance(schema, type) and (issubclass(schema, BaseModel) or is_dataclass(schema)):
+        _check_context_types(schema, context)
         try:
             schema(**context)
         except (TypeError, ValueError) as exc:
@@ -114,6 +115,24 @@ def _context(compiled, context: Any) -> dict | None:
                 "context", f"context does not fit the graph's context schema: {first}"
             ) from None
     return context
+
+
+def _check_context_types(schema: type, context: dict) -> None:
+    """Refuse a value of a type the context schema's field does not take (``{"user":
+    5}`` for ``user: str``), naming ``context.<key>``. LangGraph builds a dataclass
+    context without checking its types, so the graph would see the wrong one."""
+    try:
+        adapter = TypeAdapter(schema)
+    except PydanticUserError:  # a type pydantic cannot describe: nothing to check by
+        return
+    try:
+        adapter.validate_python(context)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(["context", *(str(p) for p in problem["loc"])])
+        raise InvalidRequest(
+            where, f"{where}: {problem['msg']} (the graph's context schema refuses it)."
+        ) from None
 
 
 def _breakpoints(compiled, nodes: Any, field: str) -> str | list[str] | None:

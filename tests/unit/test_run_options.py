@@ -103,6 +103,10 @@ def test_breakpoints_context_and_webhooks_are_checked(settings):
     with pytest.raises(InvalidRequest) as refused:
         graph_options(graph, context={"role": "admin"})  # not a field of the context schema
     assert refused.value.field == "context"
+    # LangGraph would build the dataclass with the wrong type; the graph would see 5.
+    with pytest.raises(InvalidRequest) as refused:
+        graph_options(graph, context={"user": 5})
+    assert refused.value.field == "context.user" and "valid string" in refused.value.message
 
     settings.DURABLE_WEBHOOK_ALLOWED_HOSTS = ["hooks.example.com"]
     url = "https://Hooks.Example.com:8443/done"
