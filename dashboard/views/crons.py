@@ -30,7 +30,6 @@ def cron_list(request):
             data = form.cleaned_data
             try:
                 engine.create_cron(
-                    engine.resolve_assistant(request.tenant, data["assistant_id"]).graph,
                     data["schedule"],
                     tenant=request.tenant,
                     assistant_id=data["assistant_id"],

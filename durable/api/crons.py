@@ -33,16 +33,6 @@ _UNKNOWN_ASSISTANT = refusal(
 )
 
 
-def _graph(request, assistant_id: str) -> str:
-    """The graph a cron of ``assistant_id`` (a stored assistant's UUID or a graph's
-    name) runs. An unknown one is a 422 naming ``assistant_id``, as every field of a
-    cron's request that cannot be stored is (a run's unknown assistant is a 404)."""
-    try:
-        return access.graph(request, assistant_id)
-    except (ApiError, engine.UnknownAssistant) as exc:
-        raise ApiError(422, exc.message, "assistant_id") from None
-
-
 def _payload(body: CronRun, fields: set[str] | None = None) -> dict:
     """The run request ``body`` holds, as ``durable.engine.crons`` keeps it; with
     ``fields``, only those the body sent (a patch)."""
@@ -68,21 +58,24 @@ def _payload(body: CronRun, fields: set[str] | None = None) -> dict:
 
 
 def _create(request, body: ThreadCronCreate, thread=None, on_run_completed: str = "delete"):
-    graph = _graph(request, body.assistant_id)
+    """The cron ``body`` asks for. An unknown assistant is a 422 naming ``assistant_id``,
+    as every field of a cron's request that cannot be stored is (a run's is a 404)."""
     may_change(request)
-    cron = engine.create_cron(
-        graph,
-        body.schedule,
-        tenant=request.auth.tenant,
-        assistant_id=body.assistant_id,
-        thread=thread,
-        timezone=body.timezone,
-        end_time=body.end_time,
-        enabled=body.enabled,
-        on_run_completed=on_run_completed,
-        payload=_payload(body),
-        requested_by=caller(request),
-    )
+    try:
+        cron = engine.create_cron(
+            body.schedule,
+            tenant=request.auth.tenant,
+            assistant_id=body.assistant_id,
+            thread=thread,
+            timezone=body.timezone,
+            end_time=body.end_time,
+            enabled=body.enabled,
+            on_run_completed=on_run_completed,
+            payload=_payload(body),
+            requested_by=caller(request),
+        )
+    except engine.UnknownAssistant as exc:
+        raise ApiError(422, exc.message, "assistant_id") from None
     return shapes.cron_json(cron)
 
 
@@ -109,7 +102,6 @@ def create_thread_cron(request, thread_id: ThreadId, body: ThreadCronCreate):
     """As ``POST /runs/crons``, with every fire running on thread ``thread_id`` (its
     ``multitask_strategy``, default ``enqueue``, says what a fire does while a run is
     active). 404 for an unknown thread."""
-    _graph(request, body.assistant_id)
     return _create(request, body, thread=access.thread(request, thread_id))
 
 

@@ -149,20 +149,26 @@ def checked_config(graph: str, config: Any, context: Any) -> tuple[dict, dict]:
     ``graph_id``, ``config`` or the path below it, or ``context``."""
     compiled = _graph(graph)
     options = graph_options(compiled, config=config, context=context)
-    kept = options["config"]
+    check_config_schema(compiled, options["config"])
+    return options["config"], options["context"] or {}
+
+
+def check_config_schema(compiled, config: dict) -> None:
+    """Raises ``InvalidRequest`` naming ``config`` or the path below it when the config
+    schema of ``compiled`` (LangGraph's ``config_schema()``) refuses ``config`` (as
+    ``graph_options`` keeps it)."""
     try:
         with warnings.catch_warnings():
             # Deprecated for the context schema in LangGraph 1; still what the Agent
             # Server's assistants are checked against.
             warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
-            compiled.config_schema().model_validate(kept)
+            compiled.config_schema().model_validate(config)
     except ValidationError as exc:
         first = exc.errors()[0]
         path = ".".join(["config", *(str(p) for p in first["loc"])])
         raise InvalidRequest(
             path, f"{path}: {first['msg']} (the graph's config schema refuses it)."
         ) from None
-    return kept, options["context"] or {}
 
 
 def _graph(graph: Any):

@@ -32,7 +32,7 @@ from django.utils import timezone as dj_timezone
 
 from durable import audit, conf
 from durable.engine import beat
-from durable.engine.assistant_configs import checked_config, find_assistant, resolve_assistant
+from durable.engine.assistant_configs import check_config_schema, resolve_assistant
 from durable.engine.checks import InvalidRequest, check_input, compiled_graph, run_options
 from durable.engine.operations import start
 from durable.engine.options import graph_options
@@ -165,8 +165,7 @@ def _checked_payload(graph: str, payload: dict, thread: Thread | None) -> dict:
         None,
         payload.get("stream_mode"),
     )
-    graph_options(compiled, **_asked(payload))
-    checked_config(graph, payload.get("config"), payload.get("context"))
+    check_config_schema(compiled, graph_options(compiled, **_asked(payload))["config"])
     return {k: v for k, v in payload.items() if k in PAYLOAD_KEYS and v is not None}
 
 
@@ -192,7 +191,6 @@ def _check_on_run_completed(value: Any) -> str:
 
 
 def create_cron(
-    graph: str,
     schedule: str,
     *,
     tenant: Tenant,
@@ -205,11 +203,14 @@ def create_cron(
     payload: dict | None = None,
     requested_by: Any = None,
 ) -> Cron:
-    """A cron of ``graph`` in ``tenant`` (``assistant_id`` is kept as the caller named
-    it), on ``thread`` or, without one, on a new thread per fire; ``payload`` holds the
-    run's request (``PAYLOAD_KEYS``; ``metadata`` is also the cron's). Its beat task is
-    written in the same transaction, and the creation audited. Raises
-    ``InvalidRequest`` (see the module)."""
+    """A cron of the assistant ``assistant_id`` in ``tenant`` (kept as the caller named
+    it: a stored assistant's UUID or a registered graph's name), on ``thread`` or,
+    without one, on a new thread per fire; ``payload`` holds the run's request
+    (``PAYLOAD_KEYS``; ``metadata`` is also the cron's). Its beat task is written in the
+    same transaction, and the creation audited. Raises ``InvalidRequest`` (see the
+    module; ``UnknownAssistant`` names ``assistant_id``)."""
+    resolved = resolve_assistant(tenant, assistant_id)
+    graph = resolved.graph
     now = dj_timezone.now()
     schedule = check_schedule(schedule)
     zone = check_timezone(timezone)
@@ -222,7 +223,7 @@ def create_cron(
             tenant=tenant,
             thread=thread,
             assistant_id=assistant_id,
-            stored_assistant=find_assistant(tenant, assistant_id),
+            stored_assistant=resolved.assistant,
             graph=graph,
             schedule=schedule,
             timezone=zone,

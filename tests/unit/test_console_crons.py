@@ -118,7 +118,6 @@ def test_a_viewer_reads_the_page_but_cannot_change_a_cron(client):
 
 def test_another_tenant_s_cron_is_a_404(client, globex):
     cron = crons.create_cron(
-        "preferences",
         "0 * * * *",
         tenant=globex,
         assistant_id="preferences",
@@ -133,7 +132,6 @@ def test_another_tenant_s_cron_is_a_404(client, globex):
 def _make_crons(n: int) -> list[Cron]:
     return [
         crons.create_cron(
-            "preferences",
             f"{minute} * * * *",
             tenant=Tenant.default(),
             assistant_id="preferences",
@@ -175,7 +173,6 @@ def test_a_cron_names_its_assistant_and_shows_a_fire_that_started_no_run(
 ):
     options = engine.create_assistant(Tenant.default(), "options", name="Ann's options")
     on_it = crons.create_cron(
-        "options",
         "* * * * *",
         tenant=Tenant.default(),
         assistant_id=str(options.assistant_id),

@@ -171,7 +171,6 @@ def test_another_tenant_sees_a_404_and_a_viewer_cannot_change(operator_api, glob
 
 def a_cron(**fields) -> Cron:
     return crons.create_cron(
-        "preferences",
         "* * * * *",
         tenant=Tenant.default(),
         assistant_id="preferences",
@@ -322,7 +321,6 @@ def test_a_refused_fire_is_kept_on_the_cron_until_one_starts_a_run(
     )
     # No input, on a thread with nothing to go on with: the fire's run is refused.
     cron = crons.create_cron(
-        "preferences",
         "* * * * *",
         tenant=Tenant.default(),
         assistant_id="preferences",

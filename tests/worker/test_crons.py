@@ -119,7 +119,6 @@ def test_beat_fires_a_new_cron_and_skips_a_missed_slot(client, beat):
 
 def test_two_fires_of_one_slot_start_one_run(worker):
     cron = crons.create_cron(
-        "preferences",
         "* * * * *",
         tenant=Tenant.default(),
         assistant_id="preferences",
@@ -146,7 +145,6 @@ def test_two_fires_of_one_slot_start_one_run(worker):
 
 def test_a_fire_s_own_thread_is_deleted_after_its_run(worker):
     cron = crons.create_cron(
-        "preferences",
         "* * * * *",
         tenant=Tenant.default(),
         assistant_id="preferences",
