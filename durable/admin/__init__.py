@@ -10,10 +10,10 @@ checkpoint, blob or write is left behind): the actions **Delete threads**, **Pru
 latest** (threads) and **Apply retention now** (retention policies, tenants) first show
 what each thread would lose (checkpoints, blobs, writes); its POST with ``confirm=yes``
 acts, and every thread pruned or deleted writes an ``AuditEvent`` with the admin user as
-actor.
+actor. Celery beat's schedule rows are not shown (``beat``): they follow the crons.
 """
 
-from durable.admin import storage, tenants, threads
+from durable.admin import beat, storage, tenants, threads
 from durable.admin.actions import CONFIRM_TEMPLATE, AppliesRetention, confirm_retention
 from durable.admin.scoping import (
     ByCheckpointThread,
@@ -31,6 +31,7 @@ __all__ = [
     "ByNamespace",
     "ReadOnly",
     "TenantScoped",
+    "beat",
     "confirm_retention",
     "managed_tenants",
     "storage",
