@@ -53,13 +53,17 @@ $(RUNTIME): pyproject.toml
 # schedules the retention sweep and fires the crons, from the schedule django-celery-beat
 # keeps in the database (CELERY_BEAT_SCHEDULER), so a new cron needs no restart.
 # umask 077: the SQLite files hold password hashes, sessions and every tenant's data.
+# setsid: the worker's pool processes are out of our process group, so a SIGTERM to the
+# group (as a supervisor sends it) reaches only its main process through the trap, which
+# stops them in order; a pool process killed by it directly could die holding the pool's
+# queue lock, and the worker then hung at exit.
 run: $(RUNTIME)
 	$(call say_python,$(VENV))
 	umask 077 && mkdir -p $(VAR_DIR)
 	umask 077 && $(BIN)/python manage.py migrate --noinput
 	umask 077 && $(BIN)/python manage.py bootstrap
 	@echo "Console: http://$(HOST):$(PORT)/ (the first admin's password is in $(VAR_DIR)/admin-password)"
-	umask 077; $(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
+	umask 077; setsid $(BIN)/celery -A dashboard worker --loglevel=INFO --concurrency=2 \
 	  --beat & worker=$$!; \
 	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT INT TERM; \
 	$(BIN)/uvicorn dashboard.asgi:application --host $(HOST) --port $(PORT) \
