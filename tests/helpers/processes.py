@@ -213,42 +213,25 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-class WebProcess:
-    """uvicorn serving ``dashboard.asgi:application`` at ``.url``, as ``make run`` serves
-    the console, with a pool of ``WEB_POOL_SIZE`` connections; ``broker`` as for
-    ``WorkerProcess``."""
+class _Served:
+    """A process of ours run from the checkout with ``worker_env``'s settings, its output
+    in ``log_path``; ``stop()`` asks it to stop (SIGTERM), then kills it after 30 s."""
 
-    def __init__(self, log_path: Path, broker: str | None = None):
+    def __init__(self, log_path: Path):
         self.log_path = log_path
-        self.broker = broker
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
 
-    def start(self):
-        env = worker_env(self.broker)
-        env.update(PGAPPNAME=WEB_APPLICATION_NAME, DURABLE_DB_POOL_SIZE=str(WEB_POOL_SIZE))
+    def _spawn(self, args: list[str], env: dict, new_session: bool = False) -> None:
         self._log = self.log_path.open("w")
+        self._new_session = new_session  # then a kill takes its children down with it
         self.proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "uvicorn", "dashboard.asgi:application"),
-                *("--host", "127.0.0.1", "--port", str(self.port), "--lifespan", "off"),
-                *("--timeout-graceful-shutdown", "5"),
-            ],
+            [sys.executable, "-m", *args],
             cwd=ROOT,
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            start_new_session=new_session,
         )
-        wait_for(self._ready, timeout=60, message="the web server to answer")
-        return self
-
-    def _ready(self) -> bool:
-        assert self.proc.poll() is None, f"the web server exited:\n{self.log()}"
-        try:
-            return httpx.get(f"{self.url}/api/openapi.json").status_code == 200
-        except httpx.TransportError:
-            return False
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -259,9 +242,45 @@ class WebProcess:
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                if self._new_session:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                else:
+                    self.proc.kill()
                 self.proc.wait()
         self._log.close()
+
+
+class WebProcess(_Served):
+    """uvicorn serving ``dashboard.asgi:application`` at ``.url``, as ``make run`` serves
+    the console, with a pool of ``WEB_POOL_SIZE`` connections; ``broker`` as for
+    ``WorkerProcess``."""
+
+    def __init__(self, log_path: Path, broker: str | None = None):
+        super().__init__(log_path)
+        self.broker = broker
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        env = worker_env(self.broker)
+        env.update(PGAPPNAME=WEB_APPLICATION_NAME, DURABLE_DB_POOL_SIZE=str(WEB_POOL_SIZE))
+        self._spawn(
+            [
+                *("uvicorn", "dashboard.asgi:application"),
+                *("--host", "127.0.0.1", "--port", str(self.port), "--lifespan", "off"),
+                *("--timeout-graceful-shutdown", "5"),
+            ],
+            env,
+        )
+        wait_for(self._ready, timeout=60, message="the web server to answer")
+        return self
+
+    def _ready(self) -> bool:
+        assert self.proc.poll() is None, f"the web server exited:\n{self.log()}"
+        try:
+            return httpx.get(f"{self.url}/api/openapi.json").status_code == 200
+        except httpx.TransportError:
+            return False
 
 
 class RedisServer:
@@ -306,25 +325,13 @@ class RedisServer:
             self.kill()
 
 
-class BeatProcess:
+class BeatProcess(_Served):
     """``celery -A dashboard beat`` with the settings' scheduler, django-celery-beat's
     ``DatabaseScheduler``: it reads the schedule from the test database as it changes,
     and sends each due task to the tests' broker."""
 
-    def __init__(self, log_path: Path):
-        self.log_path = log_path
-        self.proc: subprocess.Popen | None = None
-
     def start(self):
-        self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "dashboard", "beat", "--loglevel=DEBUG"],
-            cwd=ROOT,
-            env=worker_env(),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self._spawn(["celery", "-A", "dashboard", "beat", "--loglevel=DEBUG"], worker_env(), True)
         wait_for(
             lambda: "beat: Starting" in self.log() or self.proc.poll() is not None,
             timeout=60,
@@ -332,16 +339,3 @@ class BeatProcess:
         )
         assert self.proc.poll() is None, f"beat exited:\n{self.log()}"
         return self
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self._log.close()
