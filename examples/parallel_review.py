@@ -17,9 +17,23 @@ from typing_extensions import TypedDict
 
 EXAMPLE_INPUT = {"document": "Supplier contract v3: 24 months, 2% late fee."}
 
+# The answer each reviewer gives; the console builds its answer form from it (a yes/no
+# choice and a comment box), so approving takes no hand-written JSON.
 RESPONSE_SCHEMA = {
     "type": "object",
-    "properties": {"approved": {"type": "boolean"}, "comment": {"type": "string"}},
+    "properties": {
+        "approved": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Yes approves the document; no asks for changes.",
+        },
+        "comment": {
+            "type": "string",
+            "title": "Comment",
+            "description": "What to change, or why (optional).",
+            "maxLength": 2000,
+        },
+    },
     "required": ["approved"],
 }
 

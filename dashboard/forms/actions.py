@@ -10,16 +10,90 @@ from django import forms
 from django.forms import BoundField
 
 from dashboard.forms.fields import parse_json, reason_field
+from dashboard.forms.schema_form import SchemaFields
 from dashboard.present import values
 from durable import engine
 from durable.graphs import example_input, graph_names
 
 
-class StartRunForm(forms.Form):
-    """Start a run of a registered ``graph`` with ``input`` (JSON)."""
+class GraphInputForm(forms.Form):
+    """The input of a run of ``graph``: fields built from the graph's input JSON schema
+    (``input.<key>``, ``dashboard.forms.schema_form``; no key required, as LangGraph
+    takes a partial input), started with ``initial_input``; and the ``input`` box (JSON),
+    which, when filled, is taken instead (without fields it is required). After
+    validation ``cleaned_data["input"]`` is the input value. An unregistered ``graph``
+    (or ``None``) gives the JSON box alone."""
+
+    input = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        error_messages={"required": "Enter the input as JSON."},
+    )
+
+    def __init__(self, *args, graph: str | None = None, initial_input=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.typed = None
+        self.example = json.dumps(initial_input or {}, ensure_ascii=False)
+        schema = engine.input_schema(graph) if graph in graph_names() else None
+        if schema is not None:
+            typed = SchemaFields(
+                self._add, "input", schema, initial=initial_input or {}, keys_optional=True
+            )
+            self.typed = typed if typed.usable else None
+        if self.typed is None:
+            self.fields["input"].required = True
+            self.fields["input"].initial = json.dumps(
+                initial_input or {}, indent=2, ensure_ascii=False
+            )
+
+    def _add(self, name: str, form_field: forms.Field) -> BoundField:
+        self.fields[name] = form_field
+        return self[name]
+
+    def clean_input(self):
+        text = self.cleaned_data["input"]
+        return parse_json(text, "The input is") if text.strip() else None
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.typed is not None and not self.errors and cleaned.get("input") is None:
+            try:
+                cleaned["input"] = self.typed.value(cleaned)
+            except forms.ValidationError as exc:
+                self.add_error(None, exc)
+        return cleaned
+
+    @property
+    def json_used(self) -> bool:
+        """Whether the input came from the JSON box (else from the fields)."""
+        return self.typed is None or bool(self.data.get("input", "").strip())
+
+    def field_for(self, error_field: str) -> str | None:
+        """The field an ``InvalidRequest`` about ``error_field`` lands on: the field of
+        the key at fault (``input.employee``) when the fields were used and have it, else
+        the JSON box for the input's errors (``None``: the form)."""
+        if not error_field.startswith("input"):
+            return None
+        if self.json_used:
+            return "input"
+        return error_field if error_field in self.fields else None
+
+
+class StartRunForm(GraphInputForm):
+    """Start a run of a registered ``graph`` with its input (``GraphInputForm``); the
+    fields are those of the graph posted, else of ``graph``."""
 
     graph = forms.CharField(max_length=100)
-    input = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), initial="{}")
+    field_order = ["graph", "input"]
+
+    def __init__(self, *args, graph: str | None = None, **kwargs):
+        data = args[0] if args else kwargs.get("data")
+        if data is not None:
+            graph = data.get("graph")
+        initial = example_input(graph) if graph in graph_names() else None
+        kwargs.setdefault("auto_id", f"{graph}-%s")  # a page has one form per graph
+        super().__init__(*args, graph=graph, initial_input=initial, **kwargs)
+        self.graph_name = graph
 
     def clean_graph(self):
         name = self.cleaned_data["graph"]
@@ -29,25 +103,14 @@ class StartRunForm(forms.Form):
             )
         return name
 
-    def clean_input(self):
-        return parse_json(self.cleaned_data["input"], "The input is")
-
 
 def start_forms(form: StartRunForm) -> dict:
-    """The start-run form of each graph (``start_forms``: its ``graph``, the ``input``
-    text, its ``errors``), the submitted one keeping its input and errors; and the errors
-    of a submission naming no registered graph (``orphan_errors``)."""
+    """The start-run form of each graph (``start_forms``: ``{"graph", "form"}``), the
+    submitted one keeping its input and errors; and the errors of a submission naming no
+    registered graph (``orphan_errors``)."""
     submitted = form.data.get("graph") if form.is_bound else None
     per_graph = [
-        {
-            "graph": name,
-            "input": (
-                form.data.get("input")
-                if submitted == name
-                else json.dumps(example_input(name), indent=2, ensure_ascii=False)
-            ),
-            "errors": form.errors if submitted == name else {},
-        }
+        {"graph": name, "form": form if submitted == name else StartRunForm(graph=name)}
         for name in graph_names()
     ]
     orphan_errors = form.errors if form.is_bound and submitted not in graph_names() else {}

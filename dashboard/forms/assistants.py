@@ -7,8 +7,9 @@ import json
 
 from django import forms
 
+from dashboard.forms.actions import GraphInputForm
 from dashboard.forms.fields import no_nul, parse_json
-from durable.graphs import graph_names
+from durable.graphs import example_input, graph_names
 from durable.models import NAME_MAX_LENGTH
 
 # What an engine refusal names (``durable.engine.assistant_configs``), by the form field
@@ -99,10 +100,10 @@ class VersionDiffForm(forms.Form):
     b = forms.IntegerField(min_value=1, label="Version B")
 
 
-class AssistantRunForm(forms.Form):
-    """Start a run on an assistant: the graph's ``input`` (JSON)."""
+class AssistantRunForm(GraphInputForm):
+    """Start a run on an assistant of graph ``graph``: the graph's input
+    (``GraphInputForm``), started with the graph's example input."""
 
-    input = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), initial="{}")
-
-    def clean_input(self):
-        return parse_json(self.cleaned_data["input"], "The input is")
+    def __init__(self, *args, graph: str, **kwargs):
+        initial = example_input(graph) if graph in graph_names() else None
+        super().__init__(*args, graph=graph, initial_input=initial, **kwargs)

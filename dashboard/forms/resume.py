@@ -14,6 +14,7 @@ from django.forms import BoundField
 from langgraph.types import Interrupt
 
 from dashboard.forms.fields import error_on, field_error, no_nul, nul_message, parse_json
+from dashboard.forms.schema_form import SchemaFields
 from dashboard.present import interrupts, values
 from durable import engine
 from durable.engine import checks
@@ -63,6 +64,8 @@ class Card:
     inputs: list[ArgInput] = dc_field(default_factory=list)
     answer: BoundField | None = None
     schema: dict | None = None
+    # The fields built from ``schema`` (``None``: the answer is typed as JSON only).
+    typed: SchemaFields | None = None
 
     @property
     def id(self) -> str:
@@ -99,7 +102,9 @@ class ResumeForm(forms.Form):
     - agent-inbox ``HumanInterrupt``: ``response-<iid>`` (accept, edit, response or
       ignore, as its config allows), ``text-<iid>`` (a response's text) and
       ``arg-<iid>-0-<key>`` per argument (an edit).
-    - anything else: ``answer-<iid>``, JSON, checked against ``response_schema``.
+    - anything else: ``answer-<iid>``, JSON, checked against ``response_schema``. With
+      a ``response_schema`` that gives fields (``dashboard.forms.schema_form``), these
+      are ``answer-<iid>.<key>``, and the JSON box, when filled, is taken instead.
 
     ``cards`` lists the interrupts with their bound fields for templates;
     ``one_click`` is true when one interrupt with one action is pending (each choice
@@ -109,6 +114,7 @@ class ResumeForm(forms.Form):
     """
 
     def __init__(self, pending, *args, **kwargs):
+        kwargs.setdefault("auto_id", "%s")  # each input's id is its name, as the page links them
         super().__init__(*args, **kwargs)
         self.pending = list(pending)
         self.cards = [self._card(item) for item in self.pending]
@@ -128,9 +134,13 @@ class ResumeForm(forms.Form):
             self._human(card, interrupts.human_request(item.value))
         else:
             card.schema = checks.response_schema(item.value)
+            if card.schema is not None:
+                typed = SchemaFields(self._add, f"answer-{item.id}", card.schema)
+                card.typed = typed if typed.usable else None
             card.answer = self._add(
                 f"answer-{item.id}",
                 forms.CharField(
+                    required=card.typed is None,
                     label="Answer (JSON)",
                     widget=forms.Textarea(attrs={"rows": 4}),
                     error_messages={"required": "Enter an answer as JSON."},
@@ -254,10 +264,16 @@ class ResumeForm(forms.Form):
 
     def _answer(self, card: Card, cleaned):
         key = card.answer.name
-        answer = field_error(key, parse_json, cleaned[key], "The answer is")
+        if card.typed is not None and not cleaned.get(key):
+            answer = card.typed.value(cleaned)
+        else:
+            answer = field_error(key, parse_json, cleaned[key], "The answer is")
         try:
             checks.check_response_schema(card.interrupt, answer, key)
         except engine.InvalidRequest as exc:
+            if card.typed is not None and not cleaned.get(key):
+                error = checks.schema_error(answer, card.schema)
+                key = card.typed.name_at(error.absolute_path if error else ()) or key
             raise error_on(key, exc.message) from None
         return answer
 

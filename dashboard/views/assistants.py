@@ -98,7 +98,7 @@ def _render_detail(request, assistant, form, *, latest_form=None, run_form=None,
         "assistant": assistant,
         "form": form,
         "latest_form": latest_form or LatestForm(),
-        "run_form": run_form or AssistantRunForm(),
+        "run_form": run_form or AssistantRunForm(graph=assistant.graph_id),
         "versions": versions,
         "runs": assistant.runs.select_related("thread").order_by("-pk")[:10],
     }
@@ -133,7 +133,7 @@ def assistant_run(request, assistant_id):
     the graph refuses."""
     assistant = access.assistant_or_404(request, assistant_id)
     access.require_operator(request)
-    run_form = AssistantRunForm(request.POST)
+    run_form = AssistantRunForm(request.POST, graph=assistant.graph_id)
     if run_form.is_valid():
         chosen = engine.resolve_assistant(request.tenant, str(assistant.assistant_id))
         try:
@@ -145,7 +145,7 @@ def assistant_run(request, assistant_id):
                 **chosen.asked(),
             )
         except engine.InvalidRequest as exc:
-            run_form.add_error("input" if exc.field.startswith("input") else None, exc.message)
+            run_form.add_error(run_form.field_for(exc.field), exc.message)
         else:
             return see_other(reverse("thread", args=[run.thread_pk]))
     form = AssistantForm(assistant=assistant)

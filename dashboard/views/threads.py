@@ -48,8 +48,7 @@ def start_run(request):
                 tenant=request.tenant,
             )
         except engine.InvalidRequest as exc:
-            field = exc.field.partition(".")[0]  # input.employee is the input box's
-            form.add_error(field if field in form.fields else None, exc.message)
+            form.add_error(form.field_for(exc.field), exc.message)
         else:
             return see_other(reverse("thread", args=[run.thread_pk]))
     return _render_thread_list(request, form, status=400)

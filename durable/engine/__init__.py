@@ -11,7 +11,7 @@ State reads (``durable.engine.state``): ``thread_state``, ``state_at``,
 ``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``,
 ``graph_shape``, ``config_for``; a registered graph's drawing and schemas, as
 assistants show them (``durable.engine.assistants``): ``graph_json``, ``graph_schemas``,
-``subgraph_schemas``; stored assistants (``durable.engine.assistant_configs``):
+``input_schema``, ``subgraph_schemas``; stored assistants (``durable.engine.assistant_configs``):
 ``resolve_assistant`` (what a run on an assistant runs, with which config and context:
 the one rule every surface that starts runs calls), ``find_assistant``,
 ``create_assistant``, ``update_assistant``, ``set_latest_version``,
@@ -37,7 +37,7 @@ from durable.engine.assistant_configs import (
     set_latest_version,
     update_assistant,
 )
-from durable.engine.assistants import graph_json, graph_schemas, subgraph_schemas
+from durable.engine.assistants import graph_json, graph_schemas, input_schema, subgraph_schemas
 from durable.engine.checks import InvalidRequest, check_storable
 from durable.engine.crons import create_cron, delete_cron, fire, update_cron
 from durable.engine.operations import (
@@ -118,6 +118,7 @@ __all__ = [
     "NOTHING_NEXT",
     "graph_json",
     "graph_schemas",
+    "input_schema",
     "subgraph_schemas",
     "copy_thread",
     "prune_threads",

@@ -1,11 +1,12 @@
 """What a registered graph is, as the Agent Server's assistants describe it: its drawing
 (``graph_json``), the JSON schemas of its input, output, state, config and context
-(``graph_schemas``) and those of its subgraphs (``subgraph_schemas``). Nothing here
-reads or writes a thread; a graph name that is not registered raises
-``InvalidRequest("assistant_id")``."""
+(``graph_schemas``; the input's alone, kept: ``input_schema``) and those of its
+subgraphs (``subgraph_schemas``). Nothing here reads or writes a thread; a graph name
+that is not registered raises ``InvalidRequest("assistant_id")``."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from typing import Any
@@ -51,9 +52,9 @@ def _state_schema(compiled) -> dict:
     return {"title": compiled.get_name("State"), "type": "object", "properties": properties}
 
 
-def _schemas(compiled) -> dict:
-    """The five schemas of a compiled graph; one LangGraph cannot give is ``None``, as
-    the Agent Server answers it."""
+def _schemas(compiled, only: tuple[str, ...] | None = None) -> dict:
+    """The five schemas of a compiled graph (those named in ``only``, when given); one
+    LangGraph cannot give is ``None``, as the Agent Server answers it."""
     readers = {
         "input_schema": compiled.get_input_jsonschema,
         "output_schema": compiled.get_output_jsonschema,
@@ -63,6 +64,8 @@ def _schemas(compiled) -> dict:
     }
     found: dict[str, Any] = {}
     for key, read in readers.items():
+        if only is not None and key not in only:
+            continue
         try:
             with warnings.catch_warnings():
                 # The config schema is deprecated for the context schema in LangGraph 1,
@@ -79,6 +82,14 @@ def graph_schemas(name: str) -> dict:
     """``{"graph_id", "input_schema", "output_schema", "state_schema",
     "config_schema", "context_schema"}`` of graph ``name``."""
     return {"graph_id": name, **_schemas(_compiled(name))}
+
+
+@functools.cache
+def input_schema(name: str) -> dict | None:
+    """The input JSON schema of graph ``name`` (``None`` when LangGraph cannot build
+    one), as ``graph_schemas`` gives it; kept per process, as the compiled graph is, so
+    it is shared: read it, never change it."""
+    return _schemas(_compiled(name), only=("input_schema",))["input_schema"]
 
 
 def subgraph_schemas(name: str, namespace: str | None = None, recurse: bool = False) -> dict:

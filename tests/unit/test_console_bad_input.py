@@ -86,7 +86,7 @@ def test_a_start_input_holding_text_no_database_takes_is_refused_on_its_box(clie
     assert response.status_code == 400
     assert says in response.content.decode()
     (form,) = [f for f in response.context["start_forms"] if f["graph"] == "expense_approval"]
-    assert list(form["errors"]) == ["input"]
+    assert list(form["form"].errors) == ["input"]
     assert counts() == (0, 0, 0)
 
 

@@ -214,8 +214,10 @@ def test_a_start_input_of_the_wrong_types_is_refused_on_the_input_field(client):
 
     page = _text(response)
     assert response.status_code == 400
+    # On the JSON box it was typed in, which opens to show it.
+    assert 'id="input-expense_approval-errors"' in page
     assert (
-        "input: Does not match the graph&#x27;s input schema: "
+        "Does not match the graph&#x27;s input schema: "
         "input.amount: &#x27;lots&#x27; is not of type &#x27;number&#x27;; "
         "input.employee: 5 is not of type &#x27;string&#x27;."
     ) in page
