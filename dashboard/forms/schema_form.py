@@ -83,6 +83,29 @@ class Node:
         return self.field.auto_id if self.field is not None else self.name
 
     @property
+    def limits(self) -> str:
+        """The schema's limits of this part in words ("1 to 10", "at most 2000
+        characters"), or ``""``."""
+        s, said = self.schema, []
+        low, high = s.get("minimum"), s.get("maximum")
+        if self.kind in ("integer", "number") and (low is not None or high is not None):
+            if low is not None and high is not None:
+                said.append(f"{low} to {high}")
+            else:
+                said.append(f"at least {low}" if low is not None else f"at most {high}")
+        if self.kind in ("string", "text"):
+            shortest, longest = _int(s.get("minLength")), _int(s.get("maxLength"))
+            if shortest and longest is not None:
+                said.append(f"{shortest} to {longest} characters")
+            elif longest is not None:
+                said.append(f"at most {longest} characters")
+            elif shortest:
+                said.append(f"at least {shortest} characters")
+            if isinstance(s.get("pattern"), str):
+                said.append(f"matching {s['pattern']}")
+        return ", ".join(said)
+
+    @property
     def leaves(self) -> list[Node]:
         if self.kind != "object":
             return [self]

@@ -128,6 +128,8 @@ def test_each_kind_of_part_has_its_field_and_comes_back_as_the_same_value():
     ]
     assert by_key["address"].children[0].required  # from the $ref'd definition
     assert by_key["tags"].field.initial == "one\ntwo words"
+    assert by_key["count"].limits == "1 to 10"
+    assert by_key["code"].limits == "2 to 4 characters, matching ^[A-Z]+$"
 
     assert value_of(EVERY_KIND, posted(typed)) == FULL
     assert engine.checks.schema_error(FULL, EVERY_KIND) is None
@@ -218,7 +220,10 @@ def test_a_parallel_review_is_answered_with_its_fields(client):
     page = client.get(reverse("inbox-thread", args=[thread.pk])).content.decode()
     for iid in ids:
         assert f'name="answer-{iid}.approved" id="answer-{iid}.approved-1" value="true"' in page
-        assert f'<label for="answer-{iid}.comment">Comment</label>' in page
+        assert (
+            f'<label for="answer-{iid}.comment">Comment'
+            ' <span class="small">(at most 2000 characters)</span></label>'
+        ) in page
     assert "<summary>Answer as JSON</summary>" in page
 
     response = client.post(
