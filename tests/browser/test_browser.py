@@ -45,6 +45,7 @@ def test_operator_starts_an_expense_run_and_approves_it(page, web, worker):
 def test_the_thread_page_follows_a_running_run_over_server_sent_events(page, web, worker, tmp_path):
     # The probe graph (tests/helpers/graphs.py) holds its run open until release(tmp_path).
     page.goto(web.url)
+    page.get_by_role("form", name="probe", exact=True).get_by_text("Input as JSON").click()
     page.locator("#input-probe").fill(json.dumps({"dir": str(tmp_path), "log": []}))
     page.get_by_role("button", name="Start probe").click()
     wait_for(lambda: runs_of(tmp_path, "slow") == 1, message="the probe's slow node")

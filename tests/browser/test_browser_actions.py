@@ -36,6 +36,12 @@ def interrupted(graph: str) -> Thread:
     return Thread.objects.get(pk=run.thread_pk)
 
 
+def open_json_box(page, iid: str) -> None:
+    """Open the "Answer as JSON" box of interrupt ``iid``'s card."""
+    card = page.locator(f'article.interrupt[data-interrupt-id="{iid}"]')
+    card.get_by_text("Answer as JSON").click()
+
+
 def follow_run(page, status: str) -> None:
     """On a run page: wait until the live status reads ``status``."""
     expect(page).to_have_url(re.compile(r"/runs/\d+/$"))
@@ -68,6 +74,8 @@ def test_answer_two_parallel_interrupts_by_id_in_one_submit(page, web, worker):
     ids = [i.id for i in engine.pending_interrupts(thread)]
     page.goto(f"{web.url}/inbox/threads/{thread.pk}/")
     for iid, comment in zip(ids, ("legal ok", "finance ok"), strict=True):
+        # Typed as JSON, one click away from the fields built from the response_schema.
+        open_json_box(page, iid)
         page.locator(f"#answer-{iid}").fill(json.dumps({"approved": True, "comment": comment}))
     shot(page, "inbox-parallel")
     page.get_by_role("button", name="Send all 2 answers").click()
@@ -83,6 +91,8 @@ def test_a_malformed_json_answer_shows_an_error_and_changes_nothing(page, web, w
     thread = interrupted("parallel_review")
     ids = [i.id for i in engine.pending_interrupts(thread)]
     page.goto(f"{web.url}/inbox/")
+    for iid in ids:
+        open_json_box(page, iid)
     page.locator(f"#answer-{ids[0]}").fill('{"approved": true}')
     page.locator(f"#answer-{ids[1]}").fill("{approved: yes")
     page.get_by_role("button", name="Send all 2 answers").click()

@@ -3,8 +3,6 @@ inspector pane stays open when the live part of the page follows the run."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from playwright.sync_api import expect
 
@@ -23,7 +21,7 @@ def viewport() -> dict:
 def test_the_inspector_pane_stays_open_while_the_page_follows_a_run(page, web, worker, tmp_path):
     # The probe graph (tests/helpers/graphs.py) holds its run open until release(tmp_path).
     page.goto(web.url)
-    page.locator("#input-probe").fill(json.dumps({"dir": str(tmp_path), "log": []}))
+    page.get_by_role("form", name="probe", exact=True).get_by_label("Dir").fill(str(tmp_path))
     page.get_by_role("button", name="Start probe").click()
     wait_for(lambda: runs_of(tmp_path, "slow") == 1, message="the probe's slow node")
     expect_thread_status(page, "busy")
