@@ -186,7 +186,9 @@ class SchemaFields:
 
     def _children(self, node: Node, initial: dict, depth: int) -> None:
         required = node.schema.get("required")
-        required = set(required) if isinstance(required, list) else set()
+        required = (
+            {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+        )
         for i, (key, prop) in enumerate(node.schema["properties"].items()):
             segment = key if _SEGMENT.fullmatch(key) else f"_{i}"
             resolved, nullable = _resolve(prop, self._root_schema)

@@ -182,6 +182,33 @@ def test_a_schema_that_gives_no_fields_is_left_to_the_json_box():
     assert value_of({"type": "integer"}, {"answer": "2"}) == 2
 
 
+def test_a_schema_with_odd_parts_still_gives_a_form():
+    odd = {
+        "type": "object",
+        "required": [["not a key"], 3, "a"],
+        "properties": {
+            "a": {"type": "strin"},
+            "b": {"$ref": "#/$defs/Missing"},
+            "c": {"$ref": "https://example.com/schema.json"},
+            "d": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "e": {"type": ["integer", "null"], "default": "not a number", "title": 5},
+            "f": {"enum": [{"x": 1}, None]},
+            "g": {"type": "string", "pattern": "("},
+            "h": {"properties": "not a dict"},
+        },
+    }
+    form, typed = built(odd)
+    kinds = {n.key: n.kind for n in typed.root.children}
+    expected = ["json"] * 4 + ["integer", "choice", "string", "json"]
+    assert kinds == dict(zip("abcdefgh", expected, strict=True))
+    assert typed.root.children[4].label == "5" and typed.root.children[4].field.initial == ""
+    assert value_of(odd, {"answer.a": '"x"', "answer.f": '{"x": 1}', "answer.g": "(("}) == {
+        "a": "x",
+        "f": {"x": 1},
+        "g": "((",
+    }
+
+
 def test_a_recursive_schema_stops_in_a_json_box():
     tree = {
         "$defs": {
