@@ -1,7 +1,8 @@
 """Every form of the console, by what it is for: ``resume`` (answering interrupts),
 ``actions`` (start, fork, replay, close), ``crons`` (a new cron), ``queries`` (the GET
 parameters of a page), ``filters`` (the list pages' filters); ``fields`` holds what
-they share."""
+they share, ``schema_form`` the fields built from a JSON Schema (typed answers, start
+inputs)."""
 
 from dashboard.forms.actions import (
     CloseForm,
