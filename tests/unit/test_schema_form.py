@@ -325,6 +325,7 @@ def test_a_run_starts_from_the_fields_of_the_graphs_input_schema(client):
     page = client.get(reverse("threads")).content.decode()
     assert 'id="expense_approval-input.amount" name="input.amount" value="120.5"' in page
     assert "<summary>Input as JSON</summary>" in page
+    assert "The graph&#x27;s input: what an employee claims." in page  # the schema's description
 
     response = client.post(
         reverse("start-run"),
