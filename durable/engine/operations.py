@@ -28,7 +28,7 @@ from django.utils import timezone
 from langgraph.constants import END
 
 from durable import audit
-from durable.engine import policy, queue
+from durable.engine import policy, queue, versions
 from durable.engine.checks import (
     COPY,
     InvalidRequest,
@@ -43,6 +43,7 @@ from durable.engine.checks import (
     resume_command,
     run_options,
 )
+from durable.engine.drift import check_fits
 from durable.engine.options import command_for, graph_options
 from durable.engine.records import lock_thread, lock_thread_named, set_thread_status
 from durable.engine.state import config_for, graph_of, thread_state
@@ -188,6 +189,8 @@ def start(
             raise InvalidRequest(
                 "graph", f"Thread {thread.name!r} runs graph {thread.graph!r}, not {graph!r}."
             )
+        if input is None and not created:
+            check_fits(thread)  # going on from its checkpoint is resuming it
         if input is None and (created or not compiled.get_state(config_for(thread)).next):
             raise InvalidRequest(
                 "input", f"Thread {thread.name!r} has no next task to go on with: give an input."
@@ -229,6 +232,7 @@ def resume(
     ``start``."""
     # A bare thread (no graph yet) has nothing to resume: command_for says so.
     compiled = graph_of(thread) if thread.graph or goto or update else None
+    check_fits(thread)
     state = thread_state(thread)
     value, answers = resume_by_id(list(state.interrupts), value, answers)
     command = command_for(compiled, state, thread.name, value, answers, goto, update)
@@ -329,8 +333,10 @@ def _fork(
                 f"Thread {thread.name!r} has moved on since checkpoint {checkpoint_id!r}; "
                 "look at it again.",
             )
-        # The saver adds the config's metadata to the checkpoint's.
-        config = apply(compiled, {**base, "metadata": options["metadata"]}, values, as_node)
+        # The saver adds the config's metadata to the checkpoint's: the deployed version
+        # wrote this one (``durable.engine.drift`` reads it).
+        written = {**options["metadata"], versions.METADATA_KEY: _digest(thread)}
+        config = apply(compiled, {**base, "metadata": written}, values, as_node)
         has_next = bool(compiled.get_state(config).next)
         created = None
         if run and not has_next:
@@ -383,6 +389,7 @@ def replay(
     ``InvalidRequest("checkpoint_id")`` for a checkpoint that is not the thread's; other
     errors as for ``start``."""
     checkpoint_config(thread, checkpoint_id)
+    check_fits(thread, checkpoint_id)
     options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     with transaction.atomic():
         thread = lock_thread(thread)
@@ -419,6 +426,7 @@ def answer_again(
     ``fork`` (the thread must have no active run)."""
     base = checkpoint_config(thread, checkpoint_id)
     compiled = graph_of(thread)
+    check_fits(thread, checkpoint_id)
     pending = list(compiled.get_state(base).interrupts)
     if not pending:
         raise InvalidRequest(
@@ -508,6 +516,10 @@ def _submit(thread: Thread, **fields) -> Run:
     run, sends = policy.submit(thread, **fields)
     queue.send(sends)
     return run
+
+
+def _digest(thread: Thread) -> str:
+    return versions.deployed_version(thread.graph).digest
 
 
 def _reason(options: dict) -> str:

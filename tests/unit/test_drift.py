@@ -1,0 +1,119 @@
+"""Schema drift in the engine (``durable.engine.drift``, ``durable.engine.versions``): a
+thread of ``drifting`` stopped at its interrupt on v1, then v2 deployed in this process
+(``tests.helpers.drift.deploy``), which renames state key ``topic`` to ``subject`` and
+node ``review`` to ``approve``. Runs are executed here (``execution.execute``), as a
+worker would."""
+
+from __future__ import annotations
+
+import pytest
+
+from durable import engine
+from durable.engine.execution import execute
+from durable.models import Checkpoint, GraphVersion, Run, Thread
+from tests.helpers.drift import deploy
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def ran(run: Run) -> Run:
+    execute(run.pk, worker="here")
+    return Run.objects.get(pk=run.pk)
+
+
+@pytest.fixture
+def old_thread() -> Thread:
+    """A thread of ``drifting`` v1 waiting at ``review``'s interrupt."""
+    with deploy(1):
+        run = ran(engine.start("drifting", {"topic": "budget"}))
+    assert run.status == Run.Status.INTERRUPTED
+    return Thread.objects.get(pk=run.thread_pk)
+
+
+def test_a_run_records_its_graph_version_on_itself_its_thread_and_checkpoints(old_thread):
+    run = old_thread.runs.get()
+    version = run.graph_version
+    assert version.graph == "drifting"
+    assert version.name == f"v1-{version.digest[:7]}"
+    assert "review" in version.nodes and "topic" in version.state_keys
+    assert old_thread.graph_version == version
+    written = Checkpoint.objects.filter(thread_id=old_thread.thread_id, checkpoint_ns="")
+    assert {c.metadata["graph_version"] for c in written} == {version.digest}
+
+
+def test_the_same_structure_is_one_version_and_another_is_the_next(old_thread):
+    with deploy(1):
+        assert engine.deployed_version("drifting") == old_thread.graph_version
+    with deploy(2):
+        v2 = engine.deployed_version("drifting")
+    assert v2.number == 2 and v2.name.startswith("v2-")
+    assert v2.digest != old_thread.graph_version.digest
+    assert "approve" in v2.nodes and "subject" in v2.required_keys
+    assert GraphVersion.objects.filter(graph="drifting").count() == 2
+
+
+def test_a_thread_fits_the_version_that_wrote_it(old_thread):
+    with deploy(1):
+        assert engine.thread_drift(old_thread) is None
+        assert list(engine.drifted_threads(Thread.objects.all())) == []
+
+
+def test_the_drift_names_each_thing_that_does_not_fit_and_since_when(old_thread):
+    with deploy(2):
+        drift = engine.thread_drift(old_thread)
+        drifted = list(engine.drifted_threads(Thread.objects.all()))
+    assert drifted == [old_thread]
+    kinds = {(f.kind, f.subject) for f in drift.findings}
+    assert kinds == {
+        ("removed_key", "topic"),
+        ("missing_key", "subject"),
+        ("missing_node", "review"),
+        ("interrupt_node", "review"),
+    }
+    assert drift.written_by == old_thread.graph_version
+    assert drift.since == drift.deployed and drift.since.number == 2
+    text = drift.explain()
+    assert "'topic' is not in the state schema" in text and "'review'" in text
+    assert drift.since.name in text
+
+
+def test_resume_replay_and_answer_again_are_refused_naming_the_graph_version(old_thread):
+    head = Checkpoint.objects.filter(thread_id=old_thread.thread_id).order_by("-checkpoint_id")
+    head = head.first().checkpoint_id
+    with deploy(2):
+        for request in (
+            lambda: engine.resume(old_thread, "yes"),
+            lambda: engine.replay(old_thread, head),
+            lambda: engine.answer_again(old_thread, head, "yes"),
+            lambda: engine.start("drifting", None, name=old_thread.name),
+        ):
+            with pytest.raises(engine.InvalidRequest) as refused:
+                request()
+            assert refused.value.field == "graph_version"
+            assert "'review'" in refused.value.message
+    assert Run.objects.count() == 1  # nothing was written
+
+
+def test_the_migration_maps_the_renamed_key_and_leads_to_a_node_that_exists(old_thread):
+    with deploy(2):
+        migration = engine.migration(old_thread)
+        assert migration.values == {"subject": "budget"}
+        assert migration.renamed == {"topic": "subject"}
+        assert migration.as_node == "prepare"
+        assert migration.next == ("approve",)
+        forked = engine.fork(
+            old_thread,
+            migration.checkpoint_id,
+            migration.values,
+            as_node=migration.as_node,
+            run=True,
+        )
+        assert engine.thread_drift(old_thread) is None
+        assert engine.migration(old_thread) is None
+        assert ran(forked.run).status == Run.Status.INTERRUPTED
+        assert ran(engine.resume(old_thread, "approved")).status == Run.Status.SUCCESS
+        assert engine.thread_state(old_thread).values == {
+            "subject": "budget",
+            "verdict": "approved: budget",
+        }
+    assert Run.objects.get(pk=forked.run.pk).graph_version.number == 2
