@@ -88,9 +88,11 @@ class Migration:
     keys of the deployed schema; a renamed key's value under its new name), ``as_node``
     (so that what runs next exists; ``None`` when nothing would run next anyway),
     ``next`` what would then run, ``renamed`` ``{old key: new key}``, and ``notes`` for
-    the operator (what is left to edit by hand)."""
+    the operator (what is left to edit by hand); ``version`` the deployed version it
+    migrates to."""
 
     checkpoint_id: str
+    version: GraphVersion
     values: dict
     as_node: str | None
     next: tuple[str, ...] = ()
@@ -292,6 +294,7 @@ def migration(thread: Thread, checkpoint_id: str | None = None) -> Migration | N
         notes.append("No node leads on from here in the deployed graph: choose as_node.")
     return Migration(
         checkpoint_id=saved.checkpoint_id,
+        version=deployed,
         values=values,
         as_node=as_node,
         next=then,

@@ -1,6 +1,7 @@
 """Deploying another version of the ``drifting`` graph (``tests.helpers.drift_graphs``):
 in this process (``deploy``: the registry builds its graphs again), and in a web server
-and a worker of their own while the session's worker is paused (``deployed``)."""
+and a worker of their own while the session's worker is paused (``deployed``); a thread
+of v1 stopped at its interrupt, run in this process (``old_thread``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import os
 
 from django.conf import settings
 
+from durable import engine
+from durable.engine.execution import execute
 from durable.graphs import get_graph
+from durable.models import Run, Thread
 from tests.helpers.drift_graphs import VERSION_VARIABLE
 from tests.helpers.processes import WebProcess, WorkerProcess
 
@@ -50,3 +54,17 @@ def deployed(version: int, session_worker: WorkerProcess):
             if process is not None:
                 process.stop()
         session_worker.resume()
+
+
+def ran(run: Run) -> Run:
+    """``run`` executed in this process, as a worker would; returned fresh."""
+    execute(run.pk, worker="here")
+    return Run.objects.get(pk=run.pk)
+
+
+def old_thread(topic: str = "budget") -> Thread:
+    """A thread of ``drifting`` v1 waiting at ``review``'s interrupt."""
+    with deploy(1):
+        run = ran(engine.start("drifting", {"topic": topic}))
+    assert run.status == Run.Status.INTERRUPTED, run.error_message
+    return Thread.objects.get(pk=run.thread_pk)

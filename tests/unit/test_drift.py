@@ -9,25 +9,16 @@ from __future__ import annotations
 import pytest
 
 from durable import engine
-from durable.engine.execution import execute
 from durable.models import Checkpoint, GraphVersion, Run, Thread
-from tests.helpers.drift import deploy
+from tests.helpers import drift
+from tests.helpers.drift import deploy, ran
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def ran(run: Run) -> Run:
-    execute(run.pk, worker="here")
-    return Run.objects.get(pk=run.pk)
-
-
 @pytest.fixture
 def old_thread() -> Thread:
-    """A thread of ``drifting`` v1 waiting at ``review``'s interrupt."""
-    with deploy(1):
-        run = ran(engine.start("drifting", {"topic": "budget"}))
-    assert run.status == Run.Status.INTERRUPTED
-    return Thread.objects.get(pk=run.thread_pk)
+    return drift.old_thread()
 
 
 def test_a_run_records_its_graph_version_on_itself_its_thread_and_checkpoints(old_thread):
