@@ -207,8 +207,10 @@ def thread_drift(thread: Thread, checkpoint_id: str | None = None) -> Drift | No
     thread has no graph, no checkpoint, or a graph no longer registered. One checkpoint
     read, and nothing more when the checkpoint was written by the deployed version."""
     deployed = _deployed(thread)
-    if deployed is None:
-        return None
+    return None if deployed is None else _drift(thread, checkpoint_id, deployed)
+
+
+def _drift(thread: Thread, checkpoint_id: str | None, deployed: GraphVersion) -> Drift | None:
     saved = _saved(thread, checkpoint_id)
     if saved is None:
         return None
@@ -255,17 +257,19 @@ def drifted_threads(queryset):
     (``thread_drift``), as a queryset. Only threads whose recorded version differs from
     their graph's deployed one are candidates, and of those the ``DRIFT_SCAN_LIMIT`` most
     recently updated are checked."""
-    differs = Q(pk__in=[])
+    deployed = {}
     graphs = queryset.exclude(graph="").order_by().values_list("graph", flat=True).distinct()
     for graph in graphs:
         try:
-            deployed = versions.deployed_version(graph)
+            deployed[graph] = versions.deployed_version(graph)
         except UnknownGraph:
             continue
-        differs |= Q(graph=graph) & (Q(graph_version__isnull=True) | ~Q(graph_version=deployed))
+    differs = Q(pk__in=[])
+    for graph, version in deployed.items():
+        differs |= Q(graph=graph) & (Q(graph_version__isnull=True) | ~Q(graph_version=version))
     checked = queryset.filter(differs).select_related("graph_version")
-    checked = checked.order_by("-updated_at", "-pk")
-    drifted = [t.pk for t in checked[:DRIFT_SCAN_LIMIT] if thread_drift(t)]
+    checked = checked.order_by("-updated_at", "-pk")[:DRIFT_SCAN_LIMIT]
+    drifted = [t.pk for t in checked if _drift(t, None, deployed[t.graph])]
     return queryset.filter(pk__in=drifted)
 
 

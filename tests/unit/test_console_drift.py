@@ -10,12 +10,14 @@ import json
 import re
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from durable import engine
 from durable.models import Run
 from tests.helpers.drift import deploy, old_thread, ran
 from tests.helpers.threads import everything, head
+from tests.helpers.users import member
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -107,3 +109,12 @@ def test_migrate_prefills_the_fork_whose_run_then_goes_on_on_the_deployed_graph(
     assert response.status_code == 303
     assert ran(thread.runs.first()).status == Run.Status.SUCCESS
     assert engine.thread_state(thread).values["verdict"] == "approved: budget"
+
+
+def test_a_viewer_sees_the_drift_but_no_migrate_link(v2):
+    thread = old_thread()
+    viewer = Client()
+    viewer.force_login(member("viewer", role="viewer"))
+    page = viewer.get(reverse("thread", args=[thread.pk])).content.decode()
+    assert 'data-testid="drift"' in page
+    assert "?migrate=1" not in page

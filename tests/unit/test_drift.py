@@ -108,3 +108,22 @@ def test_the_migration_maps_the_renamed_key_and_leads_to_a_node_that_exists(old_
             "verdict": "approved: budget",
         }
     assert Run.objects.get(pk=forked.run.pk).graph_version.number == 2
+
+
+def test_a_thread_waiting_in_a_node_that_is_gone_can_be_closed(old_thread):
+    head = Checkpoint.objects.filter(thread_id=old_thread.thread_id).order_by("-checkpoint_id")
+    with deploy(2):
+        engine.close(old_thread, head.first().checkpoint_id, reason="Obsolete request")
+        assert engine.thread_drift(old_thread) is None
+        assert engine.thread_state(old_thread).next == ()
+    assert Thread.objects.get(pk=old_thread.pk).status == Thread.Status.IDLE
+
+
+def test_a_replay_from_an_old_checkpoint_of_a_migrated_thread_is_refused(old_thread):
+    with deploy(2):
+        migration = engine.migration(old_thread)
+        engine.fork(old_thread, migration.checkpoint_id, migration.values, as_node="prepare")
+        assert engine.thread_drift(old_thread) is None
+        with pytest.raises(engine.InvalidRequest) as refused:
+            engine.replay(old_thread, migration.checkpoint_id)
+    assert refused.value.field == "graph_version"
