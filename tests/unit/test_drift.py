@@ -127,3 +127,20 @@ def test_a_replay_from_an_old_checkpoint_of_a_migrated_thread_is_refused(old_thr
         with pytest.raises(engine.InvalidRequest) as refused:
             engine.replay(old_thread, migration.checkpoint_id)
     assert refused.value.field == "graph_version"
+
+
+def test_the_admin_lists_the_graph_versions_read_only(old_thread, superuser):
+    from django.test import Client
+    from django.urls import reverse
+
+    staff = Client()
+    staff.force_login(superuser)
+    version = old_thread.graph_version
+    listed = staff.get(reverse("admin:durable_graphversion_changelist"), {"q": "drifting"})
+    assert listed.status_code == 200 and version.name in listed.content.decode()
+    page = staff.get(reverse("admin:durable_graphversion_change", args=[version.pk]))
+    assert page.status_code == 200 and version.digest in page.content.decode()
+    assert (
+        staff.post(reverse("admin:durable_graphversion_change", args=[version.pk])).status_code
+        == 403
+    )
