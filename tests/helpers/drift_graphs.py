@@ -6,7 +6,8 @@ default) says, so a test "deploys" version 2 by starting a process with it set
 
 - v1: state ``topic`` and ``verdict``; ``prepare`` → ``review`` (an ``interrupt()``
   asking about the topic) → ``finish``;
-- v2: ``topic`` is renamed ``subject`` and ``review`` is renamed ``approve``.
+- v2: ``topic`` is renamed ``subject`` and ``review`` is renamed ``approve``;
+- v3: v1's keys and nodes, but ``verdict`` is an integer.
 
 ``finish`` writes ``"<verdict>: <topic or subject>"`` to ``verdict``, so a test sees that
 the migrated value reached the node that reads it.
@@ -34,12 +35,18 @@ class V2(TypedDict):
     verdict: str
 
 
+class V3(TypedDict):
+    topic: str
+    verdict: int
+
+
 def deployed_version() -> int:
     return int(os.environ.get(VERSION_VARIABLE, "1"))
 
 
 def build_drifting() -> StateGraph:
-    v2 = deployed_version() == 2
+    version = deployed_version()
+    v2 = version == 2
     key, asks = ("subject", "approve") if v2 else ("topic", "review")
 
     def prepare(state) -> dict:
@@ -51,7 +58,7 @@ def build_drifting() -> StateGraph:
     def finish(state) -> dict:
         return {"verdict": f"{state['verdict']}: {state[key]}"}
 
-    builder = StateGraph(V2 if v2 else V1)
+    builder = StateGraph({1: V1, 2: V2, 3: V3}[version])
     builder.add_node("prepare", prepare)
     builder.add_node(asks, ask)
     builder.add_node("finish", finish)

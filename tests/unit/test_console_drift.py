@@ -118,3 +118,30 @@ def test_a_viewer_sees_the_drift_but_no_migrate_link(v2):
     page = viewer.get(reverse("thread", args=[thread.pk])).content.decode()
     assert 'data-testid="drift"' in page
     assert "?migrate=1" not in page
+
+
+def test_the_other_pages_of_a_drifted_thread_still_open(client, v2):
+    thread = old_thread()
+    checkpoint = head(thread)
+    for url in (
+        reverse("thread-history", args=[thread.pk]),
+        reverse("checkpoint", args=[thread.pk, checkpoint]),
+        reverse("thread-graph", args=[thread.pk]),
+        reverse("inbox"),
+        reverse("inbox-thread", args=[thread.pk]),
+        reverse("fork", args=[thread.pk, checkpoint]),
+        reverse("replay", args=[thread.pk, checkpoint]),
+    ):
+        assert client.get(url).status_code == 200, url
+
+
+def test_closing_a_drifted_thread_from_the_inbox_leaves_it_fitting_and_idle(client, v2):
+    thread = old_thread()
+    response = client.post(
+        reverse("inbox-close", args=[thread.pk]),
+        {"checkpoint_id": head(thread), "reason": "Obsolete after the release"},
+    )
+    assert response.status_code == 303, response.content.decode()[:2000]
+    page = client.get(reverse("thread", args=[thread.pk])).content.decode()
+    assert 'data-testid="drift"' not in page
+    assert 'data-testid="thread-status">idle<' in page

@@ -144,3 +144,23 @@ def test_the_admin_lists_the_graph_versions_read_only(old_thread, superuser):
         staff.post(reverse("admin:durable_graphversion_change", args=[version.pk])).status_code
         == 403
     )
+
+
+def test_a_value_the_deployed_schema_refuses_is_drift_since_that_version(old_thread):
+    with deploy(3):  # verdict becomes an integer; keys and nodes stay
+        drift = engine.thread_drift(old_thread)
+        migration = engine.migration(old_thread)
+    assert [(f.kind, f.subject) for f in drift.findings] == [("refused_value", "verdict")]
+    assert "'asked' is not of type 'integer'" in drift.findings[0].message
+    assert drift.since == drift.deployed and drift.since.number == 2  # v2 never recorded
+    assert migration.values == {} and migration.as_node == "prepare"
+    assert any("Edit 'verdict'" in note for note in migration.notes)
+
+
+def test_since_is_the_first_recorded_version_the_checkpoint_does_not_fit(old_thread):
+    with deploy(2):
+        v2 = engine.deployed_version("drifting")
+    with deploy(3):
+        drift = engine.thread_drift(old_thread)
+    assert drift.deployed.number == 3
+    assert drift.since == v2
