@@ -29,6 +29,7 @@ from durable.engine.checks import INPUT, InvalidRequest, schema_error
 from durable.engine.state import config_for
 from durable.engine.update import next_after_update
 from durable.graphs import UnknownGraph, get_graph
+from durable.history import root_checkpoints
 from durable.models import GraphVersion, Thread
 from durable.values import jsonable
 
@@ -210,7 +211,19 @@ def thread_drift(thread: Thread, checkpoint_id: str | None = None) -> Drift | No
     return None if deployed is None else _drift(thread, checkpoint_id, deployed)
 
 
+def _written_by_deployed(thread: Thread, checkpoint_id: str | None, deployed) -> bool:
+    """Whether the checkpoint's metadata names ``deployed``: one index lookup of one row,
+    no blob read (the thread page asks at every refresh)."""
+    rows = root_checkpoints(thread.thread_id)
+    if checkpoint_id is not None:
+        rows = rows.filter(checkpoint_id=checkpoint_id)
+    metadata = rows.values_list("metadata", flat=True).first() or {}
+    return metadata.get(versions.METADATA_KEY) == deployed.digest
+
+
 def _drift(thread: Thread, checkpoint_id: str | None, deployed: GraphVersion) -> Drift | None:
+    if _written_by_deployed(thread, checkpoint_id, deployed):
+        return None
     saved = _saved(thread, checkpoint_id)
     if saved is None:
         return None
