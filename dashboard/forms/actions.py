@@ -141,11 +141,15 @@ class ForkForm(forms.Form):
         required=False, initial=True, label="Run the graph from the fork at once"
     )
 
-    def __init__(self, shape, current: dict, writers: list[str], *args, **kwargs):
+    def __init__(self, shape, current: dict, writers: list[str], *args, migration=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["reason"] = reason_field("Say why you fork: the reason is kept with it.")
         self.fields["as_node"].choices = [("", "Choose a node")] + [(n, n) for n in shape.nodes]
         self.fields["as_node"].initial = next((w for w in writers if w in shape.nodes), "")
+        prefill = migration.values if migration else {}
+        if migration:
+            self.fields["as_node"].initial = migration.as_node or ""
+            self.fields["reason"].initial = f"Migrate to {migration.version.name}"
         self.shape = shape
         self.current = current
         self.keys = []
@@ -156,6 +160,8 @@ class ForkForm(forms.Form):
                 if combined or key not in current
                 else json.dumps(current[key], indent=2, ensure_ascii=False)
             )
+            if key in prefill:
+                start = json.dumps(prefill[key], indent=2, ensure_ascii=False)
             too_large = len(start) > values.EDIT_LIMIT
             self.fields[f"state-{key}"] = forms.CharField(
                 required=False,

@@ -15,6 +15,7 @@ import django_filters
 from django import forms
 from django.db.models import QuerySet
 
+from durable import engine
 from durable.graphs import graph_names
 from durable.models import AuditEvent, Thread
 from durable.persistence.metadata import IndexedMetadataKeyEquals
@@ -77,9 +78,20 @@ class MetaFilter(django_filters.Filter):
         return qs
 
 
+class DriftFilter(django_filters.Filter):
+    """``?drift=on``: only the threads whose newest checkpoint no longer fits the
+    deployed graph (``durable.engine.drifted_threads``)."""
+
+    field_class = forms.BooleanField
+
+    def filter(self, qs, value):
+        return engine.drifted_threads(qs) if value else qs
+
+
 class ThreadFilter(django_filters.FilterSet):
     """Threads by status, graph, metadata ``key=value`` (all must hold), updated time
-    range, and a piece of the thread id (``q``)."""
+    range, a piece of the thread id (``q``), and drift from the deployed graph
+    (``drift``)."""
 
     status = django_filters.ChoiceFilter(choices=Thread.Status.choices, empty_label="any")
     graph = django_filters.ChoiceFilter(choices=[], empty_label="any")
@@ -93,6 +105,7 @@ class ThreadFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(
         field_name="name", lookup_expr="icontains", label="Thread id contains"
     )
+    drift = DriftFilter(label="No longer fits the deployed graph", required=False)
 
     class Meta:
         model = Thread

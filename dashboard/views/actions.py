@@ -48,14 +48,19 @@ def fork(request, pk: int, checkpoint_id: str):
     in a key (the error names it), a node the graph does not have, no reason, an update
     the graph cannot take, a run asked for after an update that leaves nothing to run
     (the fork alone is allowed: unticking the run is the operator's explicit choice),
-    a busy thread. 404 for a thread not visible or a checkpoint that is not the thread's."""
+    a busy thread. 404 for a thread not visible or a checkpoint that is not the thread's.
+
+    ``?migrate=1``, for a checkpoint that no longer fits the deployed graph: the form is
+    prefilled with the fork that migrates it (``durable.engine.migration``)."""
     thread, snapshot, error_page = _at_checkpoint(request, pk, checkpoint_id)
     if error_page:
         return error_page
     shape = engine.graph_shape(thread)
     wrote = checkpoint.writers(thread, snapshot)
     current = jsonable(snapshot.values)
-    form = ForkForm(shape, current, wrote, _posted(request))
+    migrating = request.GET.get("migrate") == "1"
+    migration = engine.migration(thread, checkpoint_id) if migrating else None
+    form = ForkForm(shape, current, wrote, _posted(request), migration=migration)
     if request.method == "POST" and form.is_valid():
         try:
             result = engine.fork(
@@ -84,6 +89,7 @@ def fork(request, pk: int, checkpoint_id: str):
         "writers": wrote,
         "after": after,
         "chosen": after.get(form["as_node"].value()),
+        "migration": migration,
     }
     status = 400 if form.is_bound else 200
     return render(request, "dashboard/fork.html", context, status=status)

@@ -144,6 +144,7 @@ def _render_thread(request, thread, form=None, status=200):
         "active_run": active_run,
         "pending": pending,
         "resume_form": form or ResumeForm(pending),
+        "drift": engine.thread_drift(thread),
     }
     return render_page(
         request, "dashboard/thread_detail.html", context, target="live", part="live", status=status

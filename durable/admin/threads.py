@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from durable import retention
 from durable.admin.actions import confirm_retention
 from durable.admin.scoping import ReadOnly, TenantScoped
-from durable.models import Run, RunEvent, Thread
+from durable.models import GraphVersion, Run, RunEvent, Thread
 
 
 class RunInline(ReadOnly, admin.TabularInline):
@@ -37,6 +37,7 @@ class ThreadAdmin(TenantScoped, admin.ModelAdmin):
         "name",
         "graph",
         "status",
+        "graph_version",
         "metadata",
         "created_at",
         "updated_at",
@@ -109,3 +110,13 @@ class RunEventAdmin(TenantScoped, ReadOnly, admin.ModelAdmin):
     readonly_fields = [f.name for f in RunEvent._meta.fields]
     ordering = ("run", "seq")
     show_full_result_count = False
+
+
+@admin.register(GraphVersion)
+class GraphVersionAdmin(ReadOnly, admin.ModelAdmin):
+    """The graph versions runs ran (``durable.engine.versions``): written by the workers
+    and the console, read-only here; no tenant's (every tenant runs the same code)."""
+
+    list_display = ("graph", "name", "number", "first_seen", "digest")
+    list_filter = ("graph",)
+    search_fields = ("graph", "name", "=digest")

@@ -17,7 +17,10 @@ the one rule every surface that starts runs calls), ``find_assistant``,
 ``create_assistant``, ``update_assistant``, ``set_latest_version``,
 ``delete_assistant``; what an update would run next, written nowhere
 (``durable.engine.update``): ``next_after_update``. A thread's ``active_run``
-(``durable.engine.policy``).
+(``durable.engine.policy``). Schema drift (``durable.engine.drift``): ``thread_drift``
+(how a thread's newest checkpoint no longer fits the deployed graph, or ``None``),
+``drifted_threads``, ``migration`` (the fork that fits it again), ``check_fits``; and
+``deployed_version`` (``durable.engine.versions``: a graph's structure as deployed).
 Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
 
 Below them, the engine's own modules: ``policy`` (queueing rules, no broker), ``queue``
@@ -40,6 +43,15 @@ from durable.engine.assistant_configs import (
 from durable.engine.assistants import graph_json, graph_schemas, input_schema, subgraph_schemas
 from durable.engine.checks import InvalidRequest, check_storable
 from durable.engine.crons import create_cron, delete_cron, fire, update_cron
+from durable.engine.drift import (
+    Drift,
+    Finding,
+    Migration,
+    check_fits,
+    drifted_threads,
+    migration,
+    thread_drift,
+)
 from durable.engine.operations import (
     ForkResult,
     answer_again,
@@ -76,6 +88,7 @@ from durable.engine.threads import (
     set_on_completion,
 )
 from durable.engine.update import NOTHING_NEXT, next_after_update
+from durable.engine.versions import deployed_version
 
 __all__ = [
     "InvalidRequest",
@@ -128,4 +141,12 @@ __all__ = [
     "runs_to_cancel",
     "set_on_completion",
     "end_stateless",
+    "Drift",
+    "Finding",
+    "Migration",
+    "thread_drift",
+    "drifted_threads",
+    "migration",
+    "check_fits",
+    "deployed_version",
 ]

@@ -60,8 +60,10 @@ class InvalidRequest(ValueError):
     ``multitask_strategy``, ``requested_by``, ``stream_mode``, ``run`` or ``checkpoint_ns``;
     for a run's options and commands (``durable.engine.options``) ``config``, ``context``,
     ``interrupt_before``, ``interrupt_after``, ``after_seconds``, ``webhook``, ``goto`` or
-    ``update``; or a path below one of them (``input.employee``) for text the database
-    cannot hold; ``message`` says what is wrong in words."""
+    ``update``; ``graph_version`` for a run from a checkpoint that no longer fits the
+    deployed graph (``durable.engine.drift``); or a path below one of them
+    (``input.employee``) for text the database cannot hold; ``message`` says what is
+    wrong in words."""
 
     def __init__(self, field: str, message: str):
         super().__init__(message)

@@ -30,7 +30,7 @@ from langgraph.types import Command, Interrupt, Send
 
 from durable import conf
 from durable import db as sql
-from durable.engine import policy, queue, records, webhooks
+from durable.engine import policy, queue, records, versions, webhooks
 from durable.engine.buffer import EventBuffer
 from durable.engine.lease import LOST, Lease
 from durable.engine.state import config_for
@@ -101,6 +101,9 @@ class _Execution:
         self.run = run
         self.registered = get_graph(run.graph)  # what the caches below key on
         self.graph = thread_graph(run.thread)  # a copy of it, with the tenant's store
+        # Which structure of the graph this worker runs, on the run, its thread and,
+        # through the config's metadata, every checkpoint it writes.
+        self.version = sql.retrying(versions.record_run, run, self.registered)
         self.control = RunControl()
         self.events = EventBuffer(run)
         self.lease = Lease(run, self.control, self.events)
@@ -215,7 +218,11 @@ class _Execution:
         config = {k: v for k, v in asked.items() if k in ("recursion_limit", "tags")}
         own = config_for(self.run.thread, checkpoint_id)
         config["configurable"] = {**asked.get("configurable", {}), **own["configurable"]}
-        config["metadata"] = {**self.run.metadata, "run_id": str(self.run.pk)}
+        config["metadata"] = {
+            **self.run.metadata,
+            "run_id": str(self.run.pk),
+            versions.METADATA_KEY: self.version.digest,
+        }
         return config
 
     def _stream(self, payload: Any, checkpoint_id: str | None) -> None:

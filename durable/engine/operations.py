@@ -28,7 +28,7 @@ from django.utils import timezone
 from langgraph.constants import END
 
 from durable import audit
-from durable.engine import policy, queue
+from durable.engine import policy, queue, versions
 from durable.engine.checks import (
     COPY,
     InvalidRequest,
@@ -43,6 +43,7 @@ from durable.engine.checks import (
     resume_command,
     run_options,
 )
+from durable.engine.drift import check_fits, thread_drift
 from durable.engine.options import command_for, graph_options
 from durable.engine.records import lock_thread, lock_thread_named, set_thread_status
 from durable.engine.state import config_for, graph_of, thread_state
@@ -154,7 +155,7 @@ def start(
     channels) on a new thread of ``tenant`` (default: ``Tenant.default()``), or on its
     thread named ``name`` (created if it does not exist). Input ``None`` goes on from the
     named thread's latest checkpoint (LangGraph's ``stream(None, config)``): it must have
-    next tasks (``input``).
+    next tasks (``input``) and fit the deployed graph (``graph_version``, as ``resume``).
 
     ``metadata`` (a JSON object) is kept on the Run and added to the metadata of every
     checkpoint the run writes. ``durability`` is LangGraph's ``sync | async | exit``.
@@ -188,6 +189,8 @@ def start(
             raise InvalidRequest(
                 "graph", f"Thread {thread.name!r} runs graph {thread.graph!r}, not {graph!r}."
             )
+        if input is None and not created:
+            check_fits(thread)  # going on from its checkpoint is resuming it
         if input is None and (created or not compiled.get_state(config_for(thread)).next):
             raise InvalidRequest(
                 "input", f"Thread {thread.name!r} has no next task to go on with: give an input."
@@ -225,10 +228,13 @@ def resume(
     sends) and ``update`` (state keys) are the ``Command``'s own. Raises
     ``InvalidRequest`` when nothing would run (``resume``), when an id is not pending
     (``answers``), when several are pending and ``answers`` is not used (``resume``),
-    or for an unknown node or state key (``goto``, ``update``). Other arguments as for
-    ``start``."""
+    or for an unknown node or state key (``goto``, ``update``), and
+    ``InvalidRequest("graph_version")`` when the thread's newest checkpoint no longer fits
+    the deployed graph (``durable.engine.drift.check_fits``: migrate it with a fork
+    first). Other arguments as for ``start``."""
     # A bare thread (no graph yet) has nothing to resume: command_for says so.
     compiled = graph_of(thread) if thread.graph or goto or update else None
+    check_fits(thread)
     state = thread_state(thread)
     value, answers = resume_by_id(list(state.interrupts), value, answers)
     command = command_for(compiled, state, thread.name, value, answers, goto, update)
@@ -294,9 +300,13 @@ def close(
     metadata and in the audit trail (action ``close``). Raises
     ``InvalidRequest("checkpoint_id")`` when no interrupt is pending at ``checkpoint_id``
     (there is nothing to close) or it is no longer the thread's newest checkpoint (it
-    moved on since the caller looked), and the errors of ``fork``."""
+    moved on since the caller looked), and the errors of ``fork``. An interrupt pending
+    in a node the deployed graph no longer has (``durable.engine.drift``), which the
+    deployed graph does not see, can be closed too."""
     options = run_options({"reason": reason} if reason else None, "async", "reject", requested_by)
-    if not graph_of(thread).get_state(checkpoint_config(thread, checkpoint_id)).interrupts:
+    if not graph_of(thread).get_state(
+        checkpoint_config(thread, checkpoint_id)
+    ).interrupts and not _interrupted_in_gone_node(thread, checkpoint_id):
         raise InvalidRequest(
             "checkpoint_id",
             f"Thread {thread.name!r} has no pending interrupt to close at checkpoint "
@@ -329,8 +339,10 @@ def _fork(
                 f"Thread {thread.name!r} has moved on since checkpoint {checkpoint_id!r}; "
                 "look at it again.",
             )
-        # The saver adds the config's metadata to the checkpoint's.
-        config = apply(compiled, {**base, "metadata": options["metadata"]}, values, as_node)
+        # The saver adds the config's metadata to the checkpoint's: the deployed version
+        # wrote this one (``durable.engine.drift`` reads it).
+        written = {**options["metadata"], versions.METADATA_KEY: _digest(thread)}
+        config = apply(compiled, {**base, "metadata": written}, values, as_node)
         has_next = bool(compiled.get_state(config).next)
         created = None
         if run and not has_next:
@@ -380,9 +392,11 @@ def replay(
     """Run the thread again from one of its checkpoints: a ``replay`` run streams input
     ``None`` with that checkpoint's config, so everything after it executes again (LLM
     calls, tools, and interrupts, which fire again). Raises
-    ``InvalidRequest("checkpoint_id")`` for a checkpoint that is not the thread's; other
-    errors as for ``start``."""
+    ``InvalidRequest("checkpoint_id")`` for a checkpoint that is not the thread's,
+    ``InvalidRequest("graph_version")`` for one that no longer fits the deployed graph
+    (``durable.engine.drift``); other errors as for ``start``."""
     checkpoint_config(thread, checkpoint_id)
+    check_fits(thread, checkpoint_id)
     options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
     with transaction.atomic():
         thread = lock_thread(thread)
@@ -415,10 +429,12 @@ def answer_again(
     ``answers``, the worker first lets the interrupts fire again, then resumes each with
     the answer to its counterpart (same node, same place). Returns the pending Run
     (kind ``resume``, ``forked_from`` = ``checkpoint_id``). Errors: ``checkpoint_id``
-    (not the thread's, or no interrupt there), ``resume``, ``answers``, and those of
-    ``fork`` (the thread must have no active run)."""
+    (not the thread's, or no interrupt there), ``resume``, ``answers``, ``graph_version``
+    (the checkpoint no longer fits the deployed graph: ``durable.engine.drift``), and
+    those of ``fork`` (the thread must have no active run)."""
     base = checkpoint_config(thread, checkpoint_id)
     compiled = graph_of(thread)
+    check_fits(thread, checkpoint_id)
     pending = list(compiled.get_state(base).interrupts)
     if not pending:
         raise InvalidRequest(
@@ -508,6 +524,15 @@ def _submit(thread: Thread, **fields) -> Run:
     run, sends = policy.submit(thread, **fields)
     queue.send(sends)
     return run
+
+
+def _interrupted_in_gone_node(thread: Thread, checkpoint_id: str) -> bool:
+    drift = thread_drift(thread, checkpoint_id)
+    return drift is not None and any(f.kind == "interrupt_node" for f in drift.findings)
+
+
+def _digest(thread: Thread) -> str:
+    return versions.deployed_version(thread.graph).digest
 
 
 def _reason(options: dict) -> str:

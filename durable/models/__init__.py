@@ -2,7 +2,8 @@
 behind ``DjangoSaver`` (``checkpoints``), tenants and their tokens (``tenancy``),
 threads, runs and their events (``runs``), the schedules that start runs (``crons``),
 the store's items (``store``), the audit trail and retention policies (``audit``),
-assistants and their versions (``assistants``)."""
+assistants and their versions (``assistants``), the graph versions runs ran
+(``versions``)."""
 
 from durable.models.assistants import NAME_MAX_LENGTH, Assistant, AssistantVersion
 from durable.models.audit import AuditEvent, AuditEventQuerySet, RetentionPolicy
@@ -16,6 +17,7 @@ from durable.models.crons import Cron
 from durable.models.runs import SEQ_ATTEMPTS, Run, RunEvent, RunEventManager, Thread, numbered
 from durable.models.store import StoreItem
 from durable.models.tenancy import ApiToken, Membership, Role, Tenant
+from durable.models.versions import GraphVersion
 
 __all__ = [
     "THREAD_ID_MAX_LENGTH",
@@ -30,6 +32,7 @@ __all__ = [
     "CheckpointBlob",
     "CheckpointWrite",
     "Cron",
+    "GraphVersion",
     "Membership",
     "RetentionPolicy",
     "Role",

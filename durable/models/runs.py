@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce
 from durable.models.assistants import Assistant
 from durable.models.checkpoints import THREAD_ID_MAX_LENGTH
 from durable.models.tenancy import Tenant
+from durable.models.versions import GraphVersion
 
 
 class Thread(models.Model):
@@ -38,6 +39,10 @@ class Thread(models.Model):
     name = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
     graph = models.CharField(max_length=100)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.IDLE)
+    # The version of the graph its newest run ran (``durable.engine.versions``).
+    graph_version = models.ForeignKey(
+        GraphVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     metadata = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
@@ -137,6 +142,10 @@ class Run(models.Model):
         Assistant, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
     )
     assistant_version = models.PositiveIntegerField(null=True, blank=True)
+    # The version of the graph the worker ran it with (``durable.engine.versions``).
+    graph_version = models.ForeignKey(
+        GraphVersion, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
     kind = models.CharField(max_length=16, choices=Kind.choices)
     status = models.CharField(
         max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True

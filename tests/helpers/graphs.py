@@ -30,11 +30,14 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
+from tests.helpers.drift_graphs import GRAPHS as DRIFT_GRAPHS
+
 GRAPHS = {
     "probe": "tests.helpers.graphs.build_probe",
     "nested": "tests.helpers.graphs.build_nested",
     "counted": "tests.helpers.graphs.build_counted",
     "options": "tests.helpers.option_graphs.build_options",
+    **DRIFT_GRAPHS,
 }
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.

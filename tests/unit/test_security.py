@@ -226,6 +226,7 @@ API = [
     ("POST", T + "/copy", None, True, True),
     ("PATCH", T + "/state", {"metadata": {"team": "x"}}, True, True),
     ("GET", T + "/stream", None, False, True),
+    ("GET", T + "/drift", None, False, True),
     ("DELETE", T + "/runs/{run}", None, True, True),
     ("POST", "/api/runs", STATELESS, True, False),
     ("POST", "/api/runs/wait", STATELESS, True, False),
