@@ -2,7 +2,7 @@
 (django-filter) and the store browser (its filter text).
 
 Every filter is a GET parameter, so a filtered list is a link:
-``?status=interrupted&graph=expense_approval&meta=team=ops&meta=priority=2
+``?status=interrupted&graph=expense_approval&meta=team=ops&meta=priority=2&diagnosis=failed
 &updated_after=2026-11-01T00:00&q=invoice&sort=-updated&after=<cursor>``.
 Bad input is a form error naming the parameter, never a server error.
 """
@@ -15,6 +15,7 @@ import django_filters
 from django import forms
 from django.db.models import QuerySet
 
+from durable.engine.diagnosis import DIAGNOSES, filter_threads
 from durable.graphs import graph_names
 from durable.models import AuditEvent, Thread
 from durable.persistence.metadata import IndexedMetadataKeyEquals
@@ -79,7 +80,7 @@ class MetaFilter(django_filters.Filter):
 
 class ThreadFilter(django_filters.FilterSet):
     """Threads by status, graph, metadata ``key=value`` (all must hold), updated time
-    range, and a piece of the thread id (``q``)."""
+    range, a piece of the thread id (``q``), and diagnosis (``durable.engine.diagnosis``)."""
 
     status = django_filters.ChoiceFilter(choices=Thread.Status.choices, empty_label="any")
     graph = django_filters.ChoiceFilter(choices=[], empty_label="any")
@@ -93,6 +94,9 @@ class ThreadFilter(django_filters.FilterSet):
     q = django_filters.CharFilter(
         field_name="name", lookup_expr="icontains", label="Thread id contains"
     )
+    diagnosis = django_filters.ChoiceFilter(
+        choices=DIAGNOSES, empty_label="any", method="by_diagnosis", label="Diagnosis"
+    )
 
     class Meta:
         model = Thread
@@ -102,6 +106,9 @@ class ThreadFilter(django_filters.FilterSet):
         super().__init__(*args, **kwargs)
         # The registered graphs, read per request (tests register more at run time).
         self.filters["graph"].extra["choices"] = [(g, g) for g in graph_names()]
+
+    def by_diagnosis(self, qs, name, value):
+        return filter_threads(qs, value)
 
     def without(self, name: str) -> QuerySet:
         """The queryset filtered by every valid filter except ``name`` (for the counts
