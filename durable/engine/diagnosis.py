@@ -66,6 +66,12 @@ class Diagnosis:
     details: dict[str, Any]
     action: Action | None
 
+    @property
+    def rest(self) -> str:
+        """``text`` after its leading ``"<label>: "``, for a page that shows the label
+        on its own."""
+        return self.text.removeprefix(f"{self.label}: ")
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -314,7 +320,7 @@ def _waiting(thread: Thread, now: dt.datetime) -> Diagnosis | None:
         on += f" in {', '.join(nodes)}" if nodes else ""
     else:
         on = f"a breakpoint before {', '.join(state.next)}" if state.next else "a breakpoint"
-    text = f"Waiting for a person since {_at(since)}: {on}."
+    text = f"Waiting for a person: since {_at(since)}, {on}."
     action = Action("Answer", "answer the pending interrupts in the inbox", "answer")
     details = {"interrupts": count, "nodes": nodes, "next": list(state.next)}
     return Diagnosis("waiting", "Waiting for a person", text, since, details, action)

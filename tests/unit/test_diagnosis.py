@@ -81,8 +81,8 @@ def test_a_thread_at_an_interrupt_waits_for_a_person():
     found = diagnose(thread)
     assert found.kind == "waiting"
     assert found.since == run.ended_at
-    assert found.text.startswith("Waiting for a person since ")
-    assert found.text.endswith(": 1 interrupt in request_approval.")
+    assert found.text.startswith("Waiting for a person: since ")
+    assert found.text.endswith(", 1 interrupt in request_approval.")
     assert found.details["interrupts"] == 1
     assert found.action.name == "answer"
     assert only("waiting") == [thread.name]
