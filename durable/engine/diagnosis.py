@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from durable import conf
 from durable.engine.state import thread_state
-from durable.history import newest_checkpoint_id, root_checkpoints
+from durable.history import newest_checkpoint_id
 from durable.models import Checkpoint, Run, RunEvent, Thread
 
 # How many candidate threads ``filter_threads`` describes one by one, at most, for a rule
@@ -201,7 +201,7 @@ def _running(thread: Thread, now: dt.datetime) -> Diagnosis | None:
     if run is None:
         return None
     nodes = _running_nodes(run)
-    where = f" in {', '.join(nodes)}" if nodes else ""
+    where = f" in node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}" if nodes else ""
     text = (
         f"Running: run {run.pk} ({run.kind}) since {_at(run.started_at)}{where}, "
         f"on worker {run.worker or '?'}"
@@ -337,9 +337,9 @@ def _finished(thread: Thread, now: dt.datetime) -> Diagnosis | None:
         text = f"Finished: run {run.pk} ({run.kind}) ended {run.status} at {_at(run.ended_at)}."
         since = run.ended_at
     else:
-        head = root_checkpoints(thread.thread_id).first()
-        text = "Finished: the thread has checkpoints and no run of the console's."
-        since = None if head is None else thread.updated_at
+        # Checkpoints with no run: a copied thread, or state written through the API.
+        text = "Finished: the thread has checkpoints and no run."
+        since = thread.updated_at
     action = Action("Open the history", "see the thread's checkpoints", "history")
     details = {"run": run.pk if run else None, "status": run.status if run else ""}
     return Diagnosis("finished", "Finished", text, since, details, action)
@@ -355,6 +355,9 @@ def _never_started(thread: Thread, now: dt.datetime) -> Diagnosis:
     return Diagnosis("never_started", "Never started", text, thread.created_at, {}, action)
 
 
+# The order is the precedence: what is happening now (a run stalled, running, queued)
+# before how the thread was left. A class that depends on the deployed graph (a thread
+# its new version cannot go on with) ranks first: ``Rule("incompatible", ...)``.
 RULES: list[Rule] = [
     Rule("stalled", "Stalled", _stalled_where, _stalled),
     Rule("running", "Running", _running_where, _running),

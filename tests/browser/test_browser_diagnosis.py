@@ -10,13 +10,16 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.conf import settings
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from durable import engine
 from durable.models import Run, Thread
 from tests.helpers.browser import shot
 from tests.helpers.graphs import executions, release, runs_of
-from tests.helpers.runs import finished
+from tests.helpers.processes import WorkerProcess
+from tests.helpers.runs import finished, probe, slow_started
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,7 +37,9 @@ def test_the_line_follows_a_run_live_from_running_to_finished(page, web, worker,
     page.goto(f"{web.url}/threads/{run.thread_pk}/")
     line = page.get_by_test_id("diagnosis")
     expect(line).to_have_attribute("data-kind", "running")
-    expect(line).to_contain_text(re.compile(rf"Running\s+run {run.pk} \(start\) since .* in slow"))
+    expect(line).to_contain_text(
+        re.compile(rf"Running\s+run {run.pk} \(start\) since .* in node slow")
+    )
     expect(line).to_contain_text(f"on worker {Run.objects.get(pk=run.pk).worker}")
     shot(page, "diagnosis-running")
 
@@ -88,3 +93,52 @@ def test_the_threads_list_filters_by_diagnosis(page, web, worker, tmp_path):
     page.get_by_role("button", name="Filter").click()
     expect(page.locator(f'tr[data-thread-id="{bare.name}"]')).to_be_visible()
     expect(rows).to_have_count(1)
+
+
+# Last in this module: it stops the session's worker (it would take the run) for its own.
+@pytest.fixture
+def own_workers(worker):
+    worker.stop()
+    yield
+    worker.start()
+
+
+def test_a_killed_worker_shows_stalled_then_ran_twice_after_the_rescue(
+    page, web, own_workers, tmp_path
+):
+    doomed = WorkerProcess(
+        settings.VAR_DIR / "test-worker-diag-browser-doomed.log", "doomed"
+    ).start()
+    run = probe(tmp_path)
+    slow_started(run, tmp_path)
+    doomed.kill()
+    line = page.get_by_test_id("diagnosis")
+    # The page of a run whose lease expired, with no worker left to take it.
+    wait_for(
+        lambda: Run.objects.get(pk=run.pk).lease_expires_at < timezone.now(),
+        message="the lease to expire",
+    )
+    page.goto(f"{web.url}/threads/{run.thread_pk}/")
+    expect(line).to_have_attribute("data-kind", "stalled")
+    expect(line).to_contain_text(f"run {run.pk}'s lease (worker {doomed.hostname}, attempt 1)")
+    expect(line).to_contain_text("no worker has taken it")
+    shot(page, "diagnosis-stalled")
+    page.get_by_role("link", name=f"Follow run {run.pk}").click()
+    expect(page).to_have_url(f"{web.url}/runs/{run.pk}/")
+
+    release(tmp_path)
+    rescuer = WorkerProcess(settings.VAR_DIR / "test-worker-diag-browser-rescuer.log", "rescuer")
+    rescuer.start()
+    try:
+        finished(run)
+    finally:
+        rescuer.stop()
+    page.goto(f"{web.url}/threads/{run.thread_pk}/")
+    expect(line).to_have_attribute("data-kind", "ran_twice")
+    expect(line.get_by_test_id("diagnosis-text")).to_have_text(
+        f"after a recovery, slow ran again in the same super-step of run {run.pk} (success); "
+        "side effects may have happened twice."
+    )
+    shot(page, "diagnosis-ran-twice")
+    page.get_by_role("link", name=f"Review run {run.pk}").click()
+    expect(page).to_have_url(f"{web.url}/runs/{run.pk}/")

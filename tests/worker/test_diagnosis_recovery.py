@@ -59,7 +59,7 @@ def test_a_killed_worker_leaves_the_run_stalled_and_its_recovery_ran_a_node_twic
     )
     assert running.kind == "running"
     assert running.text.startswith(f"Running: run {run.pk} (start) since ")
-    assert running.text.endswith(f" in slow, on worker {doomed.hostname}.")
+    assert running.text.endswith(f" in node slow, on worker {doomed.hostname}.")
     assert kinds("running") == [thread.pk]
 
     doomed.kill()
