@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from durable import engine
@@ -117,3 +119,19 @@ def test_an_unknown_diagnosis_is_an_error_naming_the_filter(client):
 def test_a_thread_of_another_tenant_is_not_listed(client, globex, tmp_path):
     engine.create_thread("counted", tenant=globex)
     assert listed(client, "?diagnosis=never_started") == []
+
+
+def test_the_filtered_list_costs_the_same_queries_for_more_threads(client):
+    """The filter is SQL over the page's rows, not a diagnosis per thread."""
+
+    def queries(query: str) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(reverse("threads") + query).status_code == 200
+        return len(captured)
+
+    engine.create_thread("counted")
+    few = queries("?diagnosis=never_started"), queries("?diagnosis=finished")
+    for _ in range(5):
+        engine.create_thread("counted")
+    assert len(listed(client, "?diagnosis=never_started")) == 6
+    assert (queries("?diagnosis=never_started"), queries("?diagnosis=finished")) == few
