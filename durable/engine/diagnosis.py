@@ -132,8 +132,13 @@ def _executions(run: Run) -> Counter:
 
 
 def _running_nodes(run: Run) -> list[str]:
-    """The root nodes of ``run`` started and not finished, from its latest events."""
-    recent = RunEvent.objects.filter(run=run, event="tasks", ns="").order_by("-seq")
+    """The root nodes of ``run`` started and not finished in its current attempt (since
+    the latest claim's lifecycle event, which names the attempt), from its latest
+    events."""
+    claims = RunEvent.objects.filter(run=run, event=RunEvent.LIFECYCLE, data__has_key="attempt")
+    since = claims.order_by("-seq").values_list("seq", flat=True).first() or 0
+    recent = RunEvent.objects.filter(run=run, event="tasks", ns="", seq__gt=since)
+    recent = recent.order_by("-seq")
     started: dict[str, str] = {}
     ended: set[str] = set()
     for data in reversed(list(recent.values_list("data", flat=True)[:RECENT_TASK_EVENTS])):
