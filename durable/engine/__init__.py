@@ -17,7 +17,8 @@ the one rule every surface that starts runs calls), ``find_assistant``,
 ``create_assistant``, ``update_assistant``, ``set_latest_version``,
 ``delete_assistant``; what an update would run next, written nowhere
 (``durable.engine.update``): ``next_after_update``. A thread's ``active_run``
-(``durable.engine.policy``).
+(``durable.engine.policy``). How a thread stands, with its next action
+(``durable.engine.diagnosis``): ``diagnose``, ``filter_threads``, ``DIAGNOSES``.
 Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
 
 Below them, the engine's own modules: ``policy`` (queueing rules, no broker), ``queue``

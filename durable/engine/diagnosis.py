@@ -17,7 +17,6 @@ whose ``where`` finds candidates, at most ``REFINE_LIMIT`` of them described one
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -29,14 +28,13 @@ from django.utils import timezone
 
 from durable import conf
 from durable.engine.state import thread_state
+from durable.engine.task_events import executions, running_nodes, task_starts
 from durable.history import newest_checkpoint_id
-from durable.models import Checkpoint, Run, RunEvent, Thread
+from durable.models import Checkpoint, Run, Thread
 
 # How many candidate threads ``filter_threads`` describes one by one, at most, for a rule
 # whose ``where`` only finds candidates (their latest run's events are read).
 REFINE_LIMIT = 200
-# How many of a run's latest ``tasks`` events tell which nodes run now.
-RECENT_TASK_EVENTS = 200
 FAILED = (Run.Status.ERROR, Run.Status.TIMEOUT)
 
 
@@ -95,60 +93,12 @@ def _latest(**filters) -> Exists:
     return Exists(_runs(**filters).exclude(Exists(newer)))
 
 
-def _task_starts(run_id) -> QuerySet[RunEvent]:
-    """The run's ``tasks`` events of the graph itself that say a task starts."""
-    return RunEvent.objects.filter(run=run_id, event="tasks", ns="", data__has_key="input")
-
-
 def _latest_run(thread: Thread) -> Run | None:
     return thread.runs.order_by("-pk").first()
 
 
 def _active_run(thread: Thread, status: str) -> Run | None:
     return thread.runs.filter(status=status).order_by("pk").first()
-
-
-def _executions(run: Run) -> Counter:
-    """How many times each root task of ``run`` executed, by task name, counted from its
-    ``tasks`` events in order: a start counts unless the task's result was recorded
-    before it (LangGraph announces a task whose saved writes it reapplies, and runs it
-    not), and each result after the first counts too (the task ran again because its
-    writes were not saved). Keys are ``(task id, name)``."""
-    done: set[str] = set()
-    counts: Counter = Counter()
-    events = RunEvent.objects.filter(run=run, event="tasks", ns="").order_by("seq")
-    for data in events.values_list("data", flat=True).iterator():
-        if not isinstance(data, dict) or "id" not in data:
-            continue
-        key = (data["id"], data.get("name", ""))
-        if "input" in data:
-            if data["id"] not in done:
-                counts[key] += 1
-        elif data["id"] in done:
-            counts[key] += 1
-        else:
-            done.add(data["id"])
-    return counts
-
-
-def _running_nodes(run: Run) -> list[str]:
-    """The root nodes of ``run`` started and not finished in its current attempt (since
-    the latest claim's lifecycle event, which names the attempt), from its latest
-    events."""
-    claims = RunEvent.objects.filter(run=run, event=RunEvent.LIFECYCLE, data__has_key="attempt")
-    since = claims.order_by("-seq").values_list("seq", flat=True).first() or 0
-    recent = RunEvent.objects.filter(run=run, event="tasks", ns="", seq__gt=since)
-    recent = recent.order_by("-seq")
-    started: dict[str, str] = {}
-    ended: set[str] = set()
-    for data in reversed(list(recent.values_list("data", flat=True)[:RECENT_TASK_EVENTS])):
-        if not isinstance(data, dict) or "id" not in data:
-            continue
-        if "input" in data:
-            started[data["id"]] = data.get("name", "")
-        else:
-            ended.add(data["id"])
-    return sorted({name for task, name in started.items() if task not in ended})
 
 
 def _at(moment: dt.datetime | None) -> str:
@@ -205,7 +155,7 @@ def _running(thread: Thread, now: dt.datetime) -> Diagnosis | None:
     run = _active_run(thread, Run.Status.RUNNING)
     if run is None:
         return None
-    nodes = _running_nodes(run)
+    nodes = running_nodes(run)
     where = f" in node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}" if nodes else ""
     text = (
         f"Running: run {run.pk} ({run.kind}) since {_at(run.started_at)}{where}, "
@@ -279,7 +229,7 @@ def _failed(thread: Thread, now: dt.datetime) -> Diagnosis | None:
 
 def _ran_twice_where(now: dt.datetime) -> Q:
     repeated = (
-        _task_starts(OuterRef("pk"))
+        task_starts(OuterRef("pk"))
         .values(task=KT("data__id"))
         .annotate(n=Count("pk"))
         .filter(n__gte=2)
@@ -291,7 +241,7 @@ def _ran_twice(thread: Thread, now: dt.datetime) -> Diagnosis | None:
     run = _latest_run(thread)
     if run is None or run.attempt < 2:
         return None
-    again = sorted({name for (_, name), n in _executions(run).items() if n > 1})
+    again = sorted({name for (_, name), n in executions(run).items() if n > 1})
     if not again:
         return None
     text = (
