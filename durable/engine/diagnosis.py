@@ -87,10 +87,11 @@ def _runs(**filters) -> QuerySet[Run]:
     return Run.objects.filter(thread=OuterRef("pk"), **filters)
 
 
-def _latest(**filters) -> Exists:
-    """The thread's latest run (highest pk) matches ``filters``."""
+def _latest(*conditions, **filters) -> Exists:
+    """The thread's latest run (highest pk) matches ``conditions`` (expressions on the
+    run) and ``filters``."""
     newer = Run.objects.filter(thread=OuterRef("thread"), pk__gt=OuterRef("pk"))
-    return Exists(_runs(**filters).exclude(Exists(newer)))
+    return Exists(_runs(**filters).filter(*conditions).exclude(Exists(newer)))
 
 
 def _latest_run(thread: Thread) -> Run | None:
@@ -234,7 +235,7 @@ def _ran_twice_where(now: dt.datetime) -> Q:
         .annotate(n=Count("pk"))
         .filter(n__gte=2)
     )
-    return Q(_latest(attempt__gt=1, pk__in=Run.objects.filter(Exists(repeated)).values("pk")))
+    return Q(_latest(Exists(repeated), attempt__gt=1))
 
 
 def _ran_twice(thread: Thread, now: dt.datetime) -> Diagnosis | None:
