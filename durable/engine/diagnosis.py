@@ -41,7 +41,7 @@ FAILED = (Run.Status.ERROR, Run.Status.TIMEOUT)
 @dataclass(frozen=True)
 class Action:
     """The next action: ``label`` for its button or link, ``does`` in words, ``name``
-    what it is (``follow-run``, ``answer``, ``replay``, ``history``, ``start``) and
+    what it is (``run``: open a run's page, ``answer``, ``replay``, ``history``, ``start``) and
     ``args`` what it acts on (``run``: a run's pk, ``checkpoint_id``); the console maps
     ``name`` to its page."""
 
@@ -73,6 +73,8 @@ class Diagnosis:
 
 @dataclass(frozen=True)
 class Rule:
+    """One class of ``RULES``: ``where(now)`` in SQL, ``describe(thread, now)`` per thread."""
+
     kind: str
     label: str
     where: Callable[[dt.datetime], Q]
@@ -313,7 +315,9 @@ def _never_started(thread: Thread, now: dt.datetime) -> Diagnosis:
 
 # The order is the precedence: what is happening now (a run stalled, running, queued)
 # before how the thread was left. A class that depends on the deployed graph (a thread
-# its new version cannot go on with) ranks first: ``Rule("incompatible", ...)``.
+# its new version cannot go on with) ranks first: ``Rule("incompatible", ...)``; a rule
+# with no test in SQL takes every thread as a candidate (``where`` ``Q(pk__isnull=False)``)
+# and ``refines=True``, its ``describe`` deciding.
 RULES: list[Rule] = [
     Rule("stalled", "Stalled", _stalled_where, _stalled),
     Rule("running", "Running", _running_where, _running),
