@@ -2,7 +2,7 @@
 (django-filter) and the store browser (its filter text).
 
 Every filter is a GET parameter, so a filtered list is a link:
-``?status=interrupted&graph=expense_approval&meta=team=ops&meta=priority=2
+``?status=interrupted&graph=expense_approval&meta=team=ops&meta=priority=2&diagnosis=failed
 &updated_after=2026-11-01T00:00&q=invoice&sort=-updated&after=<cursor>``.
 Bad input is a form error naming the parameter, never a server error.
 """
@@ -16,6 +16,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from durable import engine
+from durable.engine.diagnosis import DIAGNOSES, filter_threads
 from durable.graphs import graph_names
 from durable.models import AuditEvent, Thread
 from durable.persistence.metadata import IndexedMetadataKeyEquals
@@ -90,8 +91,8 @@ class DriftFilter(django_filters.Filter):
 
 class ThreadFilter(django_filters.FilterSet):
     """Threads by status, graph, metadata ``key=value`` (all must hold), updated time
-    range, a piece of the thread id (``q``), and drift from the deployed graph
-    (``drift``)."""
+    range, a piece of the thread id (``q``), drift from the deployed graph (``drift``) and
+    diagnosis (``durable.engine.diagnosis``)."""
 
     status = django_filters.ChoiceFilter(choices=Thread.Status.choices, empty_label="any")
     graph = django_filters.ChoiceFilter(choices=[], empty_label="any")
@@ -106,6 +107,9 @@ class ThreadFilter(django_filters.FilterSet):
         field_name="name", lookup_expr="icontains", label="Thread id contains"
     )
     drift = DriftFilter(label="No longer fits the deployed graph", required=False)
+    diagnosis = django_filters.ChoiceFilter(
+        choices=DIAGNOSES, empty_label="any", method="by_diagnosis", label="Diagnosis"
+    )
 
     class Meta:
         model = Thread
@@ -115,6 +119,9 @@ class ThreadFilter(django_filters.FilterSet):
         super().__init__(*args, **kwargs)
         # The registered graphs, read per request (tests register more at run time).
         self.filters["graph"].extra["choices"] = [(g, g) for g in graph_names()]
+
+    def by_diagnosis(self, qs, name, value):
+        return filter_threads(qs, value)
 
     def without(self, name: str) -> QuerySet:
         """The queryset filtered by every valid filter except ``name`` (for the counts

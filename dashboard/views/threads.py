@@ -22,6 +22,7 @@ from dashboard.forms import (
 )
 from dashboard.http import render_page, see_other
 from dashboard.paging import SORTS, keyset_page
+from dashboard.present.diagnosis import diagnosis_context
 from dashboard.present.links import json_url
 from dashboard.present.threads import status_tabs
 from dashboard.present.tree import tree_context
@@ -145,6 +146,7 @@ def _render_thread(request, thread, form=None, status=200):
         "pending": pending,
         "resume_form": form or ResumeForm(pending),
         "drift": engine.thread_drift(thread),
+        **diagnosis_context(thread, access.may_act_here(request)),
     }
     return render_page(
         request, "dashboard/thread_detail.html", context, target="live", part="live", status=status

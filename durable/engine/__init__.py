@@ -21,6 +21,8 @@ the one rule every surface that starts runs calls), ``find_assistant``,
 (how a thread's newest checkpoint no longer fits the deployed graph, or ``None``),
 ``drifted_threads``, ``migration`` (the fork that fits it again), ``check_fits``; and
 ``deployed_version`` (``durable.engine.versions``: a graph's structure as deployed).
+How a thread stands, with its next action (``durable.engine.diagnosis``): ``diagnose``,
+``filter_threads``, ``DIAGNOSES``.
 Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
 
 Below them, the engine's own modules: ``policy`` (queueing rules, no broker), ``queue``

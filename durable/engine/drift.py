@@ -20,7 +20,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from langgraph.constants import END
 from langgraph.types import Send
 
@@ -30,7 +30,7 @@ from durable.engine.state import config_for
 from durable.engine.update import next_after_update
 from durable.graphs import UnknownGraph, get_graph
 from durable.history import root_checkpoints
-from durable.models import GraphVersion, Thread
+from durable.models import Checkpoint, GraphVersion, Thread
 from durable.values import jsonable
 
 # LangGraph's own channels (``langgraph/graph/state.py``, ``langgraph/_internal/
@@ -265,11 +265,30 @@ def check_fits(thread: Thread, checkpoint_id: str | None = None) -> None:
         raise InvalidRequest("graph_version", drift.explain())
 
 
+def version_differs(graphs) -> Q:
+    """A ``Q`` on ``Thread``: the threads of ``graphs`` (names) whose recorded version is
+    not the one deployed now, or that have checkpoints and no version recorded: the
+    candidates for drift, in SQL. A graph no longer registered is left out (its threads
+    cannot be checked)."""
+    checkpoints = Checkpoint.objects.filter(thread_id=OuterRef("thread_id"), checkpoint_ns="")
+    differs = Q(pk__in=[])
+    for graph in graphs:
+        try:
+            digest = versions.structure(get_graph(graph)).digest
+        except UnknownGraph:
+            continue
+        # ``~Q`` across the join would take the threads with no version too.
+        recorded = Q(graph_version__isnull=False) & ~Q(graph_version__digest=digest)
+        unrecorded = Q(Exists(checkpoints), graph_version__isnull=True)
+        differs |= Q(graph=graph) & (recorded | unrecorded)
+    return differs
+
+
 def drifted_threads(queryset):
     """The threads of ``queryset`` whose newest checkpoint does not fit the deployed graph
     (``thread_drift``), as a queryset. Only threads whose recorded version differs from
-    their graph's deployed one are candidates, and of those the ``DRIFT_SCAN_LIMIT`` most
-    recently updated are checked."""
+    their graph's deployed one are candidates (``version_differs``), and of those the
+    ``DRIFT_SCAN_LIMIT`` most recently updated are checked."""
     deployed = {}
     graphs = queryset.exclude(graph="").order_by().values_list("graph", flat=True).distinct()
     for graph in graphs:
@@ -277,10 +296,7 @@ def drifted_threads(queryset):
             deployed[graph] = versions.deployed_version(graph)
         except UnknownGraph:
             continue
-    differs = Q(pk__in=[])
-    for graph, version in deployed.items():
-        differs |= Q(graph=graph) & (Q(graph_version__isnull=True) | ~Q(graph_version=version))
-    checked = queryset.filter(differs).select_related("graph_version")
+    checked = queryset.filter(version_differs(deployed)).select_related("graph_version")
     checked = checked.order_by("-updated_at", "-pk")[:DRIFT_SCAN_LIMIT]
     drifted = [t.pk for t in checked if _drift(t, None, deployed[t.graph])]
     return queryset.filter(pk__in=drifted)

@@ -145,3 +145,33 @@ def test_closing_a_drifted_thread_from_the_inbox_leaves_it_fitting_and_idle(clie
     page = client.get(reverse("thread", args=[thread.pk])).content.decode()
     assert 'data-testid="drift"' not in page
     assert 'data-testid="thread-status">idle<' in page
+
+
+def _diagnosis_line(page: str) -> str:
+    found = re.search(r'<p class="diagnosis[^"]*"[^>]*>(.*?)</p>', page, re.S)
+    assert found, page[:3000]
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", found.group(1))).strip()
+
+
+def test_the_diagnosis_says_incompatible_and_links_migrate(client):
+    thread = old_thread()
+    with deploy(1):
+        page = client.get(reverse("thread", args=[thread.pk])).content.decode()
+        waiting = client.get(reverse("threads"), {"diagnosis": "waiting"}).content.decode()
+    assert "Waiting for a person" in _diagnosis_line(page)
+    assert f'data-thread-id="{thread.name}"' in waiting
+    with deploy(2):
+        page = client.get(reverse("thread", args=[thread.pk])).content.decode()
+        deployed = engine.deployed_version("drifting")
+        incompatible = client.get(reverse("threads"), {"diagnosis": "incompatible"})
+        waiting = client.get(reverse("threads"), {"diagnosis": "waiting"}).content.decode()
+    text = html.unescape(_diagnosis_line(page))
+    assert text.startswith(
+        f"Incompatible the newest checkpoint no longer fits {deployed.name} (since "
+        f"{deployed.name}): state key 'topic' is not in the state schema"
+    )
+    assert "in node 'review', which is gone" in text
+    migrate = reverse("fork", args=[thread.pk, head(thread)]) + "?migrate=1"
+    assert f'<a class="diagnosis-action" href="{migrate}"' in page
+    assert f'data-thread-id="{thread.name}"' in incompatible.content.decode()
+    assert f'data-thread-id="{thread.name}"' not in waiting
