@@ -35,6 +35,8 @@ GRAPHS = {
     "nested": "tests.helpers.graphs.build_nested",
     "counted": "tests.helpers.graphs.build_counted",
     "options": "tests.helpers.option_graphs.build_options",
+    "coin": "tests.helpers.divergence_graphs.build_coin",
+    "steady": "tests.helpers.divergence_graphs.build_steady",
 }
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.

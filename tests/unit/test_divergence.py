@@ -1,0 +1,105 @@
+"""Replay divergence (``durable.engine.divergence``): a branch replayed in this process,
+as a worker replays it (input ``None`` from a past checkpoint's config), compared with
+the branch it left. The graphs save through DjangoSaver from LangGraph's threads, on
+their own connections, so these tests commit."""
+
+from __future__ import annotations
+
+import pytest
+
+from durable import engine
+from durable.engine.divergence import DIVERGED, NO_DIVERGENCE, NO_FORK, divergence
+from durable.graphs import get_graph
+from durable.models import Thread
+from tests.helpers.divergence_graphs import choose
+
+committed = pytest.mark.django_db(transaction=True)
+
+
+def ran(graph: str, values: dict, name: str) -> Thread:
+    thread = engine.create_thread(graph, name=name)
+    get_graph(graph).invoke(values, engine.config_for(thread), durability="sync")
+    return thread
+
+
+def before(thread: Thread, node: str) -> str:
+    """The id of the checkpoint whose next task is ``node`` (the first such)."""
+    for snapshot in engine.thread_history(thread, limit=100):
+        if snapshot.next == (node,):
+            return snapshot.config["configurable"]["checkpoint_id"]
+    raise AssertionError(f"no checkpoint before {node}")
+
+
+def replayed(thread: Thread, checkpoint_id: str) -> str:
+    """Replay from ``checkpoint_id``; the new branch's newest checkpoint."""
+    get_graph(thread.graph).invoke(
+        None, engine.config_for(thread, checkpoint_id), durability="sync"
+    )
+    return engine.thread_state(thread).config["configurable"]["checkpoint_id"]
+
+
+@committed
+def test_a_coin_that_lands_on_the_other_side_diverges_where_it_was_tossed(tmp_path):
+    choose(tmp_path, "heads")
+    thread = ran("coin", {"dir": str(tmp_path)}, "coin-1")
+    toss = before(thread, "toss")
+    choose(tmp_path, "tails")
+    head = replayed(thread, toss)
+
+    report = divergence(thread, head)
+    assert report.status == DIVERGED
+    assert report.fork_point == toss
+    assert report.matched == 0
+    assert report.step == 1
+    assert report.old.nodes == report.new.nodes == ["toss"]
+    assert report.old.writes["toss"]["side"] == "heads"
+    assert report.new.writes["toss"]["side"] == "tails"
+    assert report.differs == ["writes"]
+    paths = {c.path: (c.old, c.new) for c in report.changes}
+    assert paths["writes.toss.side"] == ("heads", "tails")
+
+
+@committed
+def test_a_coin_that_lands_the_same_way_again_does_not_diverge(tmp_path):
+    choose(tmp_path, "heads")
+    thread = ran("coin", {"dir": str(tmp_path)}, "coin-2")
+    head = replayed(thread, before(thread, "prepare"))
+    report = divergence(thread, head)
+    assert report.status == NO_DIVERGENCE
+    assert report.matched == 3  # prepare, toss, heads
+    assert report.step is None and report.changes == []
+
+
+@committed
+def test_a_steady_graph_replayed_does_not_diverge_and_a_later_step_can():
+    thread = ran("steady", {"number": 3}, "steady-1")
+    first = before(thread, "prepare")
+    head = replayed(thread, first)
+    report = divergence(thread, head)
+    assert report.status == NO_DIVERGENCE
+    assert report.fork_point == first
+    assert report.matched == 3
+
+
+@committed
+def test_a_fork_diverges_at_its_update_and_its_own_run_after(tmp_path):
+    thread = ran("steady", {"number": 3}, "steady-2")
+    at = before(thread, "double")
+    forked = engine.fork(thread, at, {"number": 10}, as_node="prepare")
+    new = forked.config["configurable"]["checkpoint_id"]
+    report = divergence(thread, new)
+    assert report.status == DIVERGED
+    assert report.step == 1
+    assert report.new.update and report.new.nodes == ["prepare"]
+    assert report.new.writes == {"prepare": {"number": 10}}
+    assert report.old.nodes == ["double"]
+
+
+@committed
+def test_a_thread_never_replayed_has_no_fork_and_a_foreign_id_is_refused(tmp_path):
+    thread = ran("steady", {"number": 3}, "steady-3")
+    head = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
+    assert divergence(thread, head).status == NO_FORK
+    with pytest.raises(engine.InvalidRequest) as refused:
+        divergence(thread, "no-such-checkpoint")
+    assert refused.value.field == "checkpoint_id"
