@@ -95,6 +95,7 @@ from __future__ import annotations
 from durable.api.assistants import assistants
 from durable.api.authentication import TenantToken
 from durable.api.crons import crons, thread_crons
+from durable.api.divergence import divergence
 from durable.api.errors import JSONOnlyAPI, handle_errors
 from durable.api.info import info
 from durable.api.runs import runs
@@ -128,6 +129,7 @@ api.add_router("/threads", state)
 api.add_router("/threads", thread_crons)
 api.add_router("/threads", runs)
 api.add_router("/threads", thread_stream)
+api.add_router("/threads", divergence)
 api.add_router("/runs", crons)
 api.add_router("/runs", stateless)
 api.add_router("/store", store)

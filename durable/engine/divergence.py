@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from durable.diffs import Change, changes
-from durable.engine.checks import InvalidRequest, checkpoint_config
+from durable.engine.checks import checkpoint_config
 from durable.engine.execution import _own_latest_checkpoint
 from durable.engine.state import graph_of, state_at
 from durable.history import ERROR, INTERRUPT, RESUME, root_checkpoints, writer_names
@@ -91,18 +91,20 @@ class Divergence:
     """How a new branch compares with the old one.
 
     ``status``: ``diverged``, ``no_divergence`` or ``no_fork`` (the branch left no other:
-    nothing to compare). ``fork_point``: the checkpoint both branches start from (for a
-    copy, the one copied), ``new_start``: the new branch's first checkpoint; ``old_head``
-    / ``new_head``: each branch's last. ``matched``: how many steps matched before
-    ``step`` (1-based, the first that differs), where ``old`` and ``new`` are each
-    branch's (``None`` for a branch that had ended), ``differs`` names what differs
-    (``nodes``, ``writes``, ``interrupts``, ``errors``, ``steps`` when one branch has
-    ended) and ``changes`` are the paths that differ. ``waiting``: without divergence,
-    the new branch waits at an interrupt at step ``matched + 1``. ``truncated``: only
+    nothing to compare). ``checkpoint_id``: the new branch's checkpoint asked about
+    (``None`` for a run that wrote none). ``fork_point``: the checkpoint both branches
+    start from (for a copy, the one copied), ``new_start``: the new branch's first
+    checkpoint; ``old_head`` / ``new_head``: each branch's last. ``matched``: how many
+    steps matched before ``step`` (1-based, the first that differs), where ``old`` and
+    ``new`` are each branch's (``None`` for a branch that had ended), ``differs`` names
+    what differs (``nodes``, ``writes``, ``interrupts``, ``errors``, ``steps`` when one
+    branch has ended) and ``changes`` are the paths that differ. ``waiting``: without
+    divergence, the new branch waits at an interrupt at step ``matched + 1``.
+    ``truncated``: only
     ``MAX_STEPS`` steps were compared."""
 
     status: str
-    checkpoint_id: str
+    checkpoint_id: str | None
     fork_point: str | None = None
     new_start: str | None = None
     old_head: str | None = None
@@ -155,18 +157,14 @@ def divergence(thread: Thread, checkpoint_id: str) -> Divergence:
 def run_divergence(run: Run) -> Divergence:
     """``divergence`` for the branch a ``replay`` or ``fork`` run (or an answer given
     again: a ``resume`` with ``forked_from``) made, from its newest checkpoint (a fork
-    that has not run yet: its update). Raises ``InvalidRequest("run")`` for another kind
-    of run, or one that has written no checkpoint yet."""
-    branches = run.kind in (Run.Kind.REPLAY, Run.Kind.FORK) or bool(run.forked_from)
-    if not branches:
-        raise InvalidRequest(
-            "run", f"Run {run.pk} is a {run.kind} run: only a replay or a fork makes a branch."
-        )
+    that has not run yet: its update). Another kind of run, or one that has written no
+    checkpoint yet, made no branch: ``no_fork``."""
     head = _own_latest_checkpoint(run)
     if head is None and run.kind != Run.Kind.REPLAY and run.checkpoint_id:
         head = run.checkpoint_id
-    if head is None:
-        raise InvalidRequest("run", f"Run {run.pk} has written no checkpoint yet.")
+    branches = run.kind in (Run.Kind.REPLAY, Run.Kind.FORK) or bool(run.forked_from)
+    if head is None or not branches:
+        return Divergence(NO_FORK, head)
     return divergence(run.thread, head)
 
 

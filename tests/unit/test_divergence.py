@@ -6,6 +6,7 @@ their own connections, so these tests commit."""
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from durable import engine
 from durable.engine.divergence import DIVERGED, NO_DIVERGENCE, NO_FORK, divergence
@@ -103,3 +104,76 @@ def test_a_thread_never_replayed_has_no_fork_and_a_foreign_id_is_refused(tmp_pat
     with pytest.raises(engine.InvalidRequest) as refused:
         divergence(thread, "no-such-checkpoint")
     assert refused.value.field == "checkpoint_id"
+
+
+# -- the console and the API --------------------------------------------------------------
+
+
+def coin_replayed(tmp_path, name: str, second: str) -> tuple[Thread, str, str]:
+    """A coin thread tossed heads, replayed from its toss landing on ``second``: the
+    thread, the replayed checkpoint and the new branch's head."""
+    choose(tmp_path, "heads")
+    thread = ran("coin", {"dir": str(tmp_path)}, name)
+    toss = before(thread, "toss")
+    choose(tmp_path, second)
+    return thread, toss, replayed(thread, toss)
+
+
+@committed
+def test_the_divergence_page_shows_the_first_divergent_step_and_what_differs(client, tmp_path):
+    thread, toss, head = coin_replayed(tmp_path, "coin-page", "tails")
+    url = reverse("thread-divergence", args=[thread.pk])
+    page = client.get(url, {"checkpoint_id": head}).content.decode()
+    assert 'data-status="diverged"' in page
+    assert "Diverged at step 1" in page and "other values were written" in page
+    assert "<code>writes.toss.side</code>" in page
+    assert "&quot;heads&quot;" in page and "&quot;tails&quot;" in page
+    assert toss in page  # the fork point, linked
+    # Without an id: the thread's newest checkpoint, the new branch's head.
+    assert 'data-status="diverged"' in client.get(url).content.decode()
+
+
+@committed
+def test_the_divergence_page_says_no_divergence_for_a_steady_replay(client):
+    thread = ran("steady", {"number": 3}, "steady-page")
+    replayed(thread, before(thread, "double"))
+    page = client.get(reverse("thread-divergence", args=[thread.pk])).content.decode()
+    assert 'data-status="no_divergence"' in page
+    assert "No divergence" in page and "the 2 steps after the fork point" in page
+
+
+@committed
+def test_a_bad_checkpoint_id_is_an_error_on_the_form_in_the_consoles_layout(client):
+    thread = ran("steady", {"number": 3}, "steady-bad")
+    url = reverse("thread-divergence", args=[thread.pk])
+    for bad in ("nope", "x" * 65):
+        answer = client.get(url, {"checkpoint_id": bad})
+        page = answer.content.decode()
+        assert answer.status_code == 400
+        assert 'data-testid="divergence-errors"' in page
+        assert "Checkpoint of the new branch:" in page
+        assert 'aria-invalid="true"' in page and "<nav" in page
+
+
+@committed
+def test_the_api_reports_the_divergence_and_refuses_a_bad_checkpoint(tmp_path, api_key):
+    from django.test import Client
+
+    thread, toss, head = coin_replayed(tmp_path, "coin-api", "tails")
+    api = Client(HTTP_X_API_KEY=api_key)
+    url = f"/api/threads/{thread.name}/divergence"
+    found = api.get(url, {"checkpoint_id": head}).json()
+    assert found["status"] == "diverged" and found["step"] == 1
+    assert found["fork_point"] == toss
+    assert found["old"]["writes"]["toss"]["side"] == "heads"
+    assert found["new"]["writes"]["toss"]["side"] == "tails"
+    assert {"kind": "changed", "path": "writes.toss.side", "old": "heads", "new": "tails"} in (
+        found["changes"]
+    )
+    refused = api.get(url, {"checkpoint_id": "nope"})
+    assert refused.status_code == 422 and refused.json()["field"] == "checkpoint_id"
+    missing = api.get(url)
+    assert missing.status_code == 422 and missing.json()["field"] == "checkpoint_id"
+    schema = api.get("/api/openapi.json").json()
+    assert "/api/threads/{thread_id}/divergence" in schema["paths"]
+    assert "DivergenceReport" in schema["components"]["schemas"]
