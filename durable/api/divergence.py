@@ -29,7 +29,8 @@ class DivergenceStep(Answer):
     and the one they made (``checkpoint_id``, ``null`` for a step that stopped there),
     LangGraph's ``step`` and ``source`` of that checkpoint, the nodes that ran, what each
     wrote (``{node: {channel: value}}``), the interrupts fired (``[{"node", "value"}]``)
-    and errors raised (``[{"node", "error"}]``); ``update``: the step is a state update
+    and errors raised (``[{"node", "error"}]``), what interrupted nodes were resumed
+    with (``answers``: ``[{"node", "value"}]``); ``update``: the step is a state update
     (``nodes`` names the node it counts as); ``waiting``: it stopped at an interrupt not
     answered yet."""
 
@@ -41,6 +42,7 @@ class DivergenceStep(Answer):
     writes: dict[str, dict[str, Any]]
     interrupts: list[dict[str, Any]]
     errors: list[dict[str, Any]]
+    answers: list[dict[str, Any]]
     update: bool
     waiting: bool
 
@@ -143,6 +145,7 @@ def _step_json(step: Step | None) -> dict | None:
         "writes": step.writes,
         "interrupts": step.interrupts,
         "errors": step.errors,
+        "answers": step.answers,
         "update": step.update,
         "waiting": step.waiting,
     }

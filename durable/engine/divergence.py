@@ -25,8 +25,9 @@ random number or asks an outside service may do something else the second time.
 - **Divergence.** Two steps differ when other nodes ran, a node wrote other values
   (LangGraph's own channels, ``branch:to:...`` and ``__...__``, left out: the nodes of
   the next step show the path taken), other interrupt values fired (interrupt ids differ
-  on every branch) or other errors were raised. A new branch that waits at an interrupt
-  where the old one was answered has not diverged yet.
+  on every branch; an interrupt answered again is given its answer before it fires, so
+  its node's interrupts are not compared) or other errors were raised. A new branch that
+  waits at an interrupt where the old one was answered has not diverged yet.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class Step:
     made (``None`` for an unfinished step); ``step``: that checkpoint's LangGraph
     ``metadata["step"]``. ``nodes``: the nodes that ran, in task order (an update's: the
     node it counts as). ``writes``: ``{node: {channel: value}}`` (JSON). ``interrupts``:
-    ``[{"node", "value"}]`` fired; ``errors``: ``[{"node", "error"}]``. ``update``: the
+    ``[{"node", "value"}]`` fired; ``errors``: ``[{"node", "error"}]``; ``answers``:
+    ``[{"node", "value"}]``, what interrupted nodes were resumed with. ``update``: the
     step is an ``update_state``; ``waiting``: it stopped at an interrupt not answered."""
 
     ran_on: str
@@ -73,15 +75,24 @@ class Step:
     writes: dict[str, dict[str, Any]] = field(default_factory=dict)
     interrupts: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
+    answers: list[dict] = field(default_factory=list)
     update: bool = False
     waiting: bool = False
 
-    def compared(self) -> dict:
-        """What two branches' steps must share to match (JSON)."""
+    @property
+    def answered_first(self) -> set[str]:
+        """Nodes given their answer before their interrupt fired (an interrupt answered
+        again): on this branch the interrupt never fired."""
+        fired = {i["node"] for i in self.interrupts}
+        return {a["node"] for a in self.answers} - fired
+
+    def compared(self, skip: frozenset[str] = frozenset()) -> dict:
+        """What two branches' steps must share to match (JSON), the interrupts of the
+        nodes in ``skip`` left out."""
         return {
             "nodes": sorted(self.nodes),
             "writes": self.writes,
-            "interrupts": sorted(self.interrupts, key=_order),
+            "interrupts": sorted((i for i in self.interrupts if i["node"] not in skip), key=_order),
             "errors": sorted(self.errors, key=_order),
         }
 
@@ -298,16 +309,15 @@ def _compare(
             ):
                 report.waiting = True
                 return
-        if old is not None and new is not None and old.compared() == new.compared():
+        skip = frozenset(old.answered_first | new.answered_first) if old and new else frozenset()
+        a = old.compared(skip) if old else None
+        b = new.compared(skip) if new else None
+        if a is not None and a == b:
             report.matched = k
             continue
         report.status, report.step, report.old, report.new = DIVERGED, k, old, new
-        if old is None or new is None:
-            report.differs = ["steps"]
-        else:
-            a, b = old.compared(), new.compared()
-            report.differs = [key for key in a if a[key] != b[key]]
-        report.changes = changes(old.compared() if old else None, new.compared() if new else None)
+        report.differs = [key for key in a if a[key] != b[key]] if a and b else ["steps"]
+        report.changes = changes(a, b)
         return
     report.truncated = True
 
@@ -352,6 +362,11 @@ def _read_writes(thread: Thread, serde, checkpoint_id: str, step: Step) -> bool:
             resumed = True
         if not names:
             continue
+        if channel == RESUME:
+            # A task's resume values: one per interrupt() it called, in order.
+            given = _loads(serde, type_, blob)
+            for value in given if isinstance(given, list) else [given]:
+                step.answers.append({"node": names[0], "value": jsonable(value)})
         node = names[0]
         if node not in step.nodes:
             step.nodes.append(node)
