@@ -4,7 +4,7 @@ run's page, which loads the report of the run's branch."""
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from dashboard import access
@@ -51,16 +51,20 @@ def thread_divergence(request, pk: int):
 @require_GET
 def run_divergence(request, pk: int):
     """``/runs/<pk>/divergence/``: the report for the branch run ``pk`` made (a replay, a
-    fork, an interrupt answered again), as the run page's box (for htmx) or as the
-    divergence page. 404 for a run the request may not see."""
+    fork, an interrupt answered again) as the divergence page, or, for htmx, as the run
+    page's box (``includes/run_divergence.html``), which waits while the run goes on.
+    404 for a run the request may not see."""
     run = get_object_or_404(access.runs(request).select_related("thread"), pk=pk)
+    box = bool(request.htmx and request.htmx.target == "run-divergence")
     context = {
         "thread": run.thread,
         "run": run,
         "form": DivergenceForm(),
-        "report": engine.run_divergence(run),
+        "report": None if box and run.is_active else engine.run_divergence(run),
         "errors": [],
+        "loaded": True,
     }
-    return render_page(
-        request, "dashboard/divergence.html", context, target="run-divergence", part="box"
-    )
+    template = "dashboard/includes/run_divergence.html" if box else "dashboard/divergence.html"
+    response = render(request, template, context)
+    response["Vary"] = "HX-Request"
+    return response
