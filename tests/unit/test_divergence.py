@@ -11,7 +11,7 @@ from django.urls import reverse
 from durable import engine
 from durable.engine.divergence import DIVERGED, NO_DIVERGENCE, NO_FORK, divergence
 from durable.graphs import get_graph
-from durable.models import Thread
+from durable.models import Run, Thread
 from tests.helpers.divergence_graphs import choose
 
 committed = pytest.mark.django_db(transaction=True)
@@ -177,3 +177,37 @@ def test_the_api_reports_the_divergence_and_refuses_a_bad_checkpoint(tmp_path, a
     schema = api.get("/api/openapi.json").json()
     assert "/api/threads/{thread_id}/divergence" in schema["paths"]
     assert "DivergenceReport" in schema["components"]["schemas"]
+
+
+@committed
+def test_a_replay_runs_page_loads_its_divergence_box_which_waits_while_it_runs(client, tmp_path):
+    choose(tmp_path, "heads")
+    thread = ran("coin", {"dir": str(tmp_path)}, "coin-run")
+    toss = before(thread, "toss")
+    run = Run.objects.create(
+        thread=thread, graph="coin", kind=Run.Kind.REPLAY, checkpoint_id=toss, status="running"
+    )
+    page = client.get(reverse("run", args=[run.pk])).content.decode()
+    box_url = reverse("run-divergence", args=[run.pk])
+    assert f'hx-get="{box_url}"' in page and 'hx-trigger="load"' in page
+    htmx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "run-divergence"}
+    waiting = client.get(box_url, **htmx).content.decode()
+    assert "The run is still going" in waiting and 'hx-trigger="every 2s"' in waiting
+
+    choose(tmp_path, "tails")
+    config = engine.config_for(thread, toss) | {"metadata": {"run_id": str(run.pk)}}
+    get_graph("coin").invoke(None, config, durability="sync")
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCESS)
+    ended = client.get(box_url, **htmx).content.decode()
+    assert 'data-status="diverged"' in ended and "hx-trigger" not in ended
+    assert "<code>writes.toss.side</code>" in ended
+    assert "<nav" not in ended  # the box alone, not a page
+    # Without htmx: the divergence page of the run's branch.
+    assert "Did the branch take another path?" in client.get(box_url).content.decode()
+
+
+@committed
+def test_a_start_runs_page_has_no_divergence_box(client):
+    thread = ran("steady", {"number": 1}, "steady-run")
+    run = Run.objects.create(thread=thread, graph="steady", kind=Run.Kind.START, status="success")
+    assert 'id="run-divergence"' not in client.get(reverse("run", args=[run.pk])).content.decode()
