@@ -13,6 +13,7 @@ from durable.engine.divergence import DIVERGED, NO_DIVERGENCE, NO_FORK, divergen
 from durable.graphs import get_graph
 from durable.models import Run, Thread
 from tests.helpers.divergence_graphs import choose
+from tests.helpers.threads import EXPENSE
 
 committed = pytest.mark.django_db(transaction=True)
 
@@ -211,3 +212,20 @@ def test_a_start_runs_page_has_no_divergence_box(client):
     thread = ran("steady", {"number": 1}, "steady-run")
     run = Run.objects.create(thread=thread, graph="steady", kind=Run.Kind.START, status="success")
     assert 'id="run-divergence"' not in client.get(reverse("run", args=[run.pk])).content.decode()
+
+
+@committed
+def test_a_replay_waiting_at_the_interrupt_the_old_branch_answered_has_not_diverged():
+    from langgraph.types import Command
+
+    thread = engine.create_thread("expense_approval", name="expense-wait")
+    graph = get_graph("expense_approval")
+    graph.invoke(EXPENSE, engine.config_for(thread), durability="sync")
+    approve = {"decisions": [{"type": "approve"}]}
+    graph.invoke(Command(resume=approve), engine.config_for(thread), durability="sync")
+    head = replayed(thread, before(thread, "request_approval"))
+    assert engine.thread_state(thread).interrupts  # it fired again, and waits
+
+    report = divergence(thread, head)
+    assert report.status == NO_DIVERGENCE
+    assert report.waiting and report.matched == 0
