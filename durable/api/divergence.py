@@ -69,7 +69,8 @@ class DivergenceReport(Answer):
     ``fork_point``: the checkpoint both branches start from; ``new_start``: the new
     branch's first checkpoint; ``old_head``/``new_head``: each branch's last. ``matched``:
     the steps that matched. ``waiting``: the new branch waits at an interrupt that the
-    old one answered. ``truncated``: only the first steps were compared."""
+    old one answered. ``truncated``: the comparison stopped at its bounds (so many steps
+    compared, or no fork point among so many of the newest checkpoints)."""
 
     status: Literal["diverged", "no_divergence", "no_fork"]
     checkpoint_id: str | None

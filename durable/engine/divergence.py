@@ -111,8 +111,8 @@ class Divergence:
     what differs (``nodes``, ``writes``, ``interrupts``, ``errors``, ``steps`` when one
     branch has ended) and ``changes`` are the paths that differ. ``waiting``: without
     divergence, the new branch waits at an interrupt at step ``matched + 1``.
-    ``truncated``: only
-    ``MAX_STEPS`` steps were compared."""
+    ``truncated``: the comparison hit its bounds: ``MAX_STEPS`` steps compared, or no
+    fork point among the newest ``MAX_CHECKPOINTS`` checkpoints."""
 
     status: str
     checkpoint_id: str | None
@@ -142,7 +142,7 @@ def divergence(thread: Thread, checkpoint_id: str) -> Divergence:
     tree = _Tree(thread.thread_id)
     fork_point, path = tree.fork_point(checkpoint_id)
     if fork_point is None:
-        return Divergence(NO_FORK, checkpoint_id)
+        return Divergence(NO_FORK, checkpoint_id, truncated=tree.exhausted)
     new_line = tree.down([*path, *tree.newest_line(checkpoint_id)[1:]])
     start = new_line[0]
     old_base = fork_point
@@ -205,6 +205,11 @@ class _Tree:
         self._oldest: str | None = None
         self._done = False
         self._children: dict[str, list[str]] = defaultdict(list)
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether ``MAX_CHECKPOINTS`` rows were read and older ones left unread."""
+        return len(self.rows) >= MAX_CHECKPOINTS
 
     def get(self, checkpoint_id: str) -> _Row | None:
         while checkpoint_id not in self.rows and not self._done:

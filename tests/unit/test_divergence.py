@@ -5,6 +5,8 @@ their own connections, so these tests commit."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from django.urls import reverse
 
@@ -229,3 +231,17 @@ def test_a_replay_waiting_at_the_interrupt_the_old_branch_answered_has_not_diver
     report = divergence(thread, head)
     assert report.status == NO_DIVERGENCE
     assert report.waiting and report.matched == 0
+
+
+@committed
+def test_the_comparison_is_bounded_and_says_so(tmp_path, monkeypatch):
+    # The engine's package names its function ``divergence``, after this module.
+    module = sys.modules["durable.engine.divergence"]
+    thread = ran("steady", {"number": 3}, "steady-bounds")
+    head = replayed(thread, before(thread, "prepare"))
+    monkeypatch.setattr(module, "MAX_STEPS", 2)
+    bounded = divergence(thread, head)
+    assert bounded.status == NO_DIVERGENCE and bounded.matched == 2 and bounded.truncated
+    monkeypatch.setattr(module, "MAX_CHECKPOINTS", 3)
+    far = divergence(thread, head)
+    assert far.status == NO_FORK and far.truncated
