@@ -47,6 +47,15 @@ class DivergenceStep(Answer):
     waiting: bool
 
 
+class MatchedStep(Answer):
+    """A step both branches did alike: the nodes that ran, and the checkpoint each branch
+    made (``old``, ``new``; ``null`` for a step that stopped there)."""
+
+    nodes: list[str]
+    old: str | None
+    new: str | None
+
+
 class DivergenceChange(Answer):
     """One path that differs at the divergent step: ``added``, ``removed`` or
     ``changed``, from the old branch's value to the new one's."""
@@ -60,17 +69,17 @@ class DivergenceChange(Answer):
 class DivergenceReport(Answer):
     """A new branch compared, step by step from its fork point, with the branch it left.
 
-    ``status``: ``diverged`` (``step`` is the first step, counted from the fork point,
-    where the branches differ: ``old`` and ``new`` are what each did there, ``null`` for
-    a branch that had ended; ``differs`` names what differs: ``nodes``, ``writes``,
-    ``interrupts``, ``errors``, or ``steps`` when one branch has ended; ``changes`` are
-    the paths that differ), ``no_divergence``, or ``no_fork`` (the branch left no other
-    branch: a run that is no replay or fork, or has written no checkpoint yet).
-    ``fork_point``: the checkpoint both branches start from; ``new_start``: the new
-    branch's first checkpoint; ``old_head``/``new_head``: each branch's last. ``matched``:
-    the steps that matched. ``waiting``: the new branch waits at an interrupt that the
-    old one answered. ``truncated``: the comparison stopped at its bounds (so many steps
-    compared, or no fork point among so many of the newest checkpoints)."""
+    ``status``: ``diverged`` (``step`` is the first step, counted from the fork point, where
+    the branches differ: ``old`` and ``new`` are what each did there, ``null`` for a branch
+    that had ended; ``differs`` names what differs: ``nodes``, ``writes``, ``interrupts``,
+    ``errors``, or ``steps`` when one branch has ended; ``changes`` are the paths that
+    differ), ``no_divergence``, or ``no_fork`` (the branch left no other branch: a run that
+    is no replay or fork, or has written no checkpoint yet). ``fork_point``: the checkpoint
+    both branches start from; ``new_start``: the new branch's first checkpoint;
+    ``old_head``/``new_head``: each branch's last. ``matched``: how many steps matched
+    (``matched_steps``: what each did). ``waiting``: the new branch waits at an interrupt
+    that the old one answered. ``truncated``: the comparison stopped at its bounds (so many
+    steps compared, or no fork point among so many of the newest checkpoints)."""
 
     status: Literal["diverged", "no_divergence", "no_fork"]
     checkpoint_id: str | None
@@ -79,6 +88,7 @@ class DivergenceReport(Answer):
     old_head: str | None
     new_head: str | None
     matched: int
+    matched_steps: list[MatchedStep]
     step: int | None
     old: DivergenceStep | None
     new: DivergenceStep | None
@@ -122,6 +132,7 @@ def report_json(report: Divergence) -> dict:
         "old_head": report.old_head,
         "new_head": report.new_head,
         "matched": report.matched,
+        "matched_steps": report.matched_steps,
         "step": report.step,
         "old": _step_json(report.old),
         "new": _step_json(report.new),

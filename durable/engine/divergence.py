@@ -103,15 +103,16 @@ class Divergence:
 
     ``status``: ``diverged``, ``no_divergence`` or ``no_fork`` (the branch left no other:
     nothing to compare). ``checkpoint_id``: the new branch's checkpoint asked about
-    (``None`` for a run that wrote none). ``fork_point``: the checkpoint both branches
-    start from (for a copy, the one copied), ``new_start``: the new branch's first
-    checkpoint; ``old_head`` / ``new_head``: each branch's last. ``matched``: how many
-    steps matched before ``step`` (1-based, the first that differs), where ``old`` and
-    ``new`` are each branch's (``None`` for a branch that had ended), ``differs`` names
-    what differs (``nodes``, ``writes``, ``interrupts``, ``errors``, ``steps`` when one
-    branch has ended) and ``changes`` are the paths that differ. ``waiting``: without
-    divergence, the new branch waits at an interrupt at step ``matched + 1``.
-    ``truncated``: the comparison hit its bounds: ``MAX_STEPS`` steps compared, or no
+    (``None`` for a run that wrote none). ``fork_point``: the checkpoint both branches start
+    from (for a copy, the one copied), ``new_start``: the new branch's first checkpoint;
+    ``old_head`` / ``new_head``: each branch's last. ``matched``: how many steps matched
+    (``matched_steps``: each one's ``{"nodes", "old", "new"}``, the nodes that ran and the
+    checkpoint each branch made) before ``step`` (1-based, the first that differs), where
+    ``old`` and ``new`` are each branch's (``None`` for a branch that had ended),
+    ``differs`` names what differs (``nodes``, ``writes``, ``interrupts``, ``errors``,
+    ``steps`` when one branch has ended) and ``changes`` are the paths that differ.
+    ``waiting``: without divergence, the new branch waits at an interrupt at step ``matched
+    + 1``. ``truncated``: the comparison hit its bounds: ``MAX_STEPS`` steps compared, or no
     fork point among the newest ``MAX_CHECKPOINTS`` checkpoints."""
 
     status: str
@@ -121,6 +122,7 @@ class Divergence:
     old_head: str | None = None
     new_head: str | None = None
     matched: int = 0
+    matched_steps: list[dict] = field(default_factory=list)
     step: int | None = None
     old: Step | None = None
     new: Step | None = None
@@ -319,6 +321,9 @@ def _compare(
         b = new.compared(skip) if new else None
         if a is not None and a == b:
             report.matched = k
+            report.matched_steps.append(
+                {"nodes": new.nodes, "old": old.checkpoint_id, "new": new.checkpoint_id}
+            )
             continue
         report.status, report.step, report.old, report.new = DIVERGED, k, old, new
         report.differs = [key for key in a if a[key] != b[key]] if a and b else ["steps"]

@@ -70,7 +70,7 @@ def test_a_coin_that_lands_the_same_way_again_does_not_diverge(tmp_path):
     head = replayed(thread, before(thread, "prepare"))
     report = divergence(thread, head)
     assert report.status == NO_DIVERGENCE
-    assert report.matched == 3  # prepare, toss, heads
+    assert [m["nodes"] for m in report.matched_steps] == [["prepare"], ["toss"], ["heads"]]
     assert report.step is None and report.changes == []
 
 
@@ -143,6 +143,8 @@ def test_the_divergence_page_says_no_divergence_for_a_steady_replay(client):
     page = client.get(reverse("thread-divergence", args=[thread.pk])).content.decode()
     assert 'data-status="no_divergence"' in page
     assert "No divergence" in page and "the 2 steps after the fork point" in page
+    steps = page[page.index('data-testid="matched-steps"') :]
+    assert steps.index("<code>double</code>") < steps.index("<code>finish</code>")
 
 
 @committed

@@ -74,6 +74,7 @@ def test_a_steady_graph_replayed_shows_no_divergence(client, api, worker):
     found = api.get(f"/threads/{thread_id}/runs/{run['run_id']}/divergence").json()
     assert found["status"] == "no_divergence"
     assert found["matched"] == 3 and found["step"] is None and found["changes"] == []
+    assert [m["nodes"] for m in found["matched_steps"]] == [["prepare"], ["double"], ["finish"]]
     first = client.runs.list(thread_id)[-1]
     started = api.get(f"/threads/{thread_id}/runs/{first['run_id']}/divergence").json()
     assert started["status"] == "no_fork"
