@@ -51,6 +51,7 @@ MAX_CHECKPOINTS = 5000
 # How many steps are compared at most.
 MAX_STEPS = 500
 ROWS_PER_READ = 500
+WRITES_PER_READ = 50
 
 DIVERGED, NO_DIVERGENCE, NO_FORK = "diverged", "no_divergence", "no_fork"
 
@@ -303,10 +304,10 @@ class _Tree:
 def _compare(
     thread: Thread, tree: _Tree, old_line: list[str], new_line: list[str], report: Divergence
 ) -> None:
-    serde = graph_of(thread).checkpointer.serde
+    writes = _Writes(thread.thread_id, graph_of(thread).checkpointer.serde)
     for k in range(1, MAX_STEPS + 1):
-        old = _step(thread, tree, serde, old_line, k)
-        new = _step(thread, tree, serde, new_line, k)
+        old = _step(thread, tree, writes, old_line, k)
+        new = _step(thread, tree, writes, new_line, k)
         if old is None and new is None:
             return
         if new is not None and new.waiting and old is not None:
@@ -332,7 +333,7 @@ def _compare(
     report.truncated = True
 
 
-def _step(thread: Thread, tree: _Tree, serde, line: list[str], k: int) -> Step | None:
+def _step(thread: Thread, tree: _Tree, writes: _Writes, line: list[str], k: int) -> Step | None:
     """Step ``k`` of the branch ``line`` (its shared start first), or ``None``."""
     if k > len(line):
         return None
@@ -346,7 +347,7 @@ def _step(thread: Thread, tree: _Tree, serde, line: list[str], k: int) -> Step |
         step=made.metadata.get("step") if made else None,
         source=made.source if made else "",
     )
-    resumed = _read_writes(thread, serde, ran_on, found)
+    resumed = writes.fill(line, k - 1, found)
     if made is None:
         if not (found.interrupts or found.errors):
             return None
@@ -354,46 +355,64 @@ def _step(thread: Thread, tree: _Tree, serde, line: list[str], k: int) -> Step |
     return found
 
 
-def _read_writes(thread: Thread, serde, checkpoint_id: str, step: Step) -> bool:
-    """Fill ``step`` from the writes saved on ``checkpoint_id``; whether an interrupt
-    there was answered."""
-    rows = (
-        CheckpointWrite.objects.filter(
-            thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id
-        )
-        .order_by("task_path", "task_id", "idx")
-        .values_list("task_path", "channel", "type", "blob")
-    )
-    resumed = False
-    writes: dict[str, dict[str, Any]] = defaultdict(dict)
-    for task_path, channel, type_, blob in rows:
-        names = writer_names([task_path])
-        if channel == RESUME:
-            resumed = True
-        if not names:
-            continue
-        if channel == RESUME:
-            # A task's resume values: one per interrupt() it called, in order.
-            given = _loads(serde, type_, blob)
-            for value in given if isinstance(given, list) else [given]:
-                step.answers.append({"node": names[0], "value": jsonable(value)})
-        node = names[0]
-        if node not in step.nodes:
-            step.nodes.append(node)
-        if channel.startswith("branch:") or (channel.startswith("__") and channel != INTERRUPT):
-            if channel == ERROR:
-                step.errors.append({"node": node, "error": jsonable(_loads(serde, type_, blob))})
-            continue
-        value = _loads(serde, type_, blob)
-        if channel == INTERRUPT:
-            for interrupt in value if isinstance(value, (list, tuple)) else [value]:
-                step.interrupts.append(
-                    {"node": node, "value": jsonable(getattr(interrupt, "value", interrupt))}
+class _Writes:
+    """The writes saved on a branch's checkpoints, read ``WRITES_PER_READ`` checkpoints
+    of the branch at a time, ahead of the steps that need them."""
+
+    def __init__(self, thread_id: str, serde):
+        self.thread_id = thread_id
+        self.serde = serde
+        self.rows: dict[str, list[tuple]] = {}
+
+    def _rows(self, line: list[str], i: int) -> list[tuple]:
+        if line[i] not in self.rows:
+            batch = [c for c in line[i : i + WRITES_PER_READ] if c not in self.rows]
+            for checkpoint_id in batch:
+                self.rows[checkpoint_id] = []
+            found = (
+                CheckpointWrite.objects.filter(
+                    thread_id=self.thread_id, checkpoint_ns="", checkpoint_id__in=batch
                 )
-            continue
-        writes[node][channel] = jsonable(value)
-    step.writes = dict(writes)
-    return resumed
+                .order_by("checkpoint_id", "task_path", "task_id", "idx")
+                .values_list("checkpoint_id", "task_path", "channel", "type", "blob")
+            )
+            for checkpoint_id, *row in found:
+                self.rows[checkpoint_id].append(row)
+        return self.rows[line[i]]
+
+    def fill(self, line: list[str], i: int, step: Step) -> bool:
+        """Fill ``step`` from the writes saved on ``line[i]``; whether an interrupt
+        there was answered."""
+        resumed = False
+        writes: dict[str, dict[str, Any]] = defaultdict(dict)
+        for task_path, channel, type_, blob in self._rows(line, i):
+            names = writer_names([task_path])
+            if channel == RESUME:
+                resumed = True
+            if not names:
+                continue
+            node = names[0]
+            if node not in step.nodes:
+                step.nodes.append(node)
+            if channel == RESUME:
+                # A task's resume values: one per interrupt() it called, in order.
+                given = self._loads(type_, blob)
+                for value in given if isinstance(given, list) else [given]:
+                    step.answers.append({"node": node, "value": jsonable(value)})
+            elif channel == ERROR:
+                step.errors.append({"node": node, "error": jsonable(self._loads(type_, blob))})
+            elif channel == INTERRUPT:
+                fired = self._loads(type_, blob)
+                for interrupt in fired if isinstance(fired, (list, tuple)) else [fired]:
+                    value = getattr(interrupt, "value", interrupt)
+                    step.interrupts.append({"node": node, "value": jsonable(value)})
+            elif not channel.startswith(("branch:", "__")):
+                writes[node][channel] = jsonable(self._loads(type_, blob))
+        step.writes = dict(writes)
+        return resumed
+
+    def _loads(self, type_: str | None, blob) -> Any:
+        return self.serde.loads_typed((type_, bytes(blob)))
 
 
 def _update_step(thread: Thread, tree: _Tree, ran_on: str, made: _Row) -> Step:
@@ -415,10 +434,6 @@ def _update_step(thread: Thread, tree: _Tree, ran_on: str, made: _Row) -> Step:
         writes={node: wrote} if wrote else {},
         update=True,
     )
-
-
-def _loads(serde, type_: str | None, blob) -> Any:
-    return serde.loads_typed((type_, bytes(blob)))
 
 
 def _order(item: dict) -> str:
