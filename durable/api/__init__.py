@@ -49,6 +49,11 @@ names or ``{"node", "input"}`` sends) and ``update``, beside an empty ``input``;
 ``resume`` on a thread with next tasks but no interrupt goes to the next ``interrupt()``
 that runs, and is refused only when nothing would run.
 
+Beyond the Agent Server: ``GET /threads/{thread_id}/divergence?checkpoint_id=`` and
+``GET /threads/{thread_id}/runs/{run_id}/divergence`` compare a replayed or forked branch
+with the branch it left, step by step from the fork point (the nodes that ran, what each
+wrote, the interrupts that fired), and name the first step where they differ.
+
 Not served: thread TTLs, ``values`` filters on threads (refused with 422 naming the
 field when sent).
 
