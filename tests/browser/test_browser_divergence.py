@@ -88,3 +88,22 @@ def test_a_checkpoint_the_thread_does_not_have_is_an_error_on_the_form(page, web
     expect(page.get_by_label("Checkpoint of the new branch")).to_have_attribute(
         "aria-invalid", "true"
     )
+
+
+def test_a_forks_run_shows_its_update_as_the_first_divergent_step(page, web, worker):
+    thread = ran("steady", {"number": 3})
+    at = before(thread, "double")
+    page.goto(f"{web.url}/threads/{thread.pk}/checkpoints/{at}/fork/")
+    expect(page.get_by_label("Update as node (as_node)")).to_have_value("prepare")
+    page.locator("#state-number").fill("10")
+    page.get_by_label("Reason (required)").fill("Start from ten")
+    page.get_by_role("button", name="Fork").click()
+    expect(page).to_have_url(re.compile(r"/runs/\d+/$"))
+    expect(page.get_by_test_id("run-status")).to_have_text("success")
+
+    box = page.locator("#run-divergence")
+    expect(box.get_by_test_id("divergence-status")).to_contain_text("Diverged at step 1")
+    expect(box.get_by_text("The new branch begins with a state update")).to_be_visible()
+    expect(box.get_by_test_id("new-nodes")).to_contain_text("prepare (a state update)")
+    expect(box.get_by_test_id("old-nodes")).to_have_text("double")
+    shot(page, "divergence-fork")
