@@ -21,7 +21,8 @@ random number or asks an outside service may do something else the second time.
   they ran from, with the node's name in ``task_path``) and the checkpoint they made. An
   update (a fork's ``update_state``) is a step of its own: the node it counts as, and the
   channels it changed. A branch's last checkpoint makes one more, unfinished step when
-  its tasks stopped there at an interrupt or an error.
+  its tasks stopped there at an interrupt or an error. A branch ends before a new input:
+  a later run on it, which the replay is not to be compared with.
 - **Divergence.** Two steps differ when other nodes ran, a node wrote other values
   (LangGraph's own channels, ``branch:to:...`` and ``__...__``, left out: the nodes of
   the next step show the path taken), other interrupt values fired (interrupt ids differ
@@ -156,6 +157,7 @@ def divergence(thread: Thread, checkpoint_id: str) -> Divergence:
     else:
         new_line = [fork_point, *new_line]
     old_line = tree.down(tree.old_line(old_base, cutoff=start, avoid=set(new_line)))
+    old_line, new_line = tree.one_run(old_line), tree.one_run(new_line)
     report = Divergence(
         NO_DIVERGENCE,
         checkpoint_id,
@@ -285,6 +287,14 @@ class _Tree:
             else:
                 kept.append(checkpoint_id)
         return kept
+
+    def one_run(self, line: list[str]) -> list[str]:
+        """``line`` up to a new input, which a later run brought: what came of that
+        input is no longer the replay's to compare."""
+        for i, checkpoint_id in enumerate(line[1:], 1):
+            if self.rows[checkpoint_id].source == "input":
+                return line[:i]
+        return line
 
     def is_copy(self, checkpoint_id: str, of: str) -> bool:
         row, other = self.rows[checkpoint_id], self.rows[of]

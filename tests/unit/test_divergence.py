@@ -247,3 +247,15 @@ def test_the_comparison_is_bounded_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setattr(module, "MAX_CHECKPOINTS", 3)
     far = divergence(thread, head)
     assert far.status == NO_FORK and far.truncated
+
+
+@committed
+def test_a_later_run_on_the_old_branch_is_not_compared_with_the_replay():
+    thread = ran("steady", {"number": 3}, "steady-twice")
+    first = before(thread, "prepare")
+    get_graph("steady").invoke({"number": 5}, engine.config_for(thread), durability="sync")
+    head = replayed(thread, first)
+    report = divergence(thread, head)
+    assert report.status == NO_DIVERGENCE and report.matched == 3
+    # The old branch is compared up to the end of its first run, not the second.
+    assert engine.state_at(thread, report.old_head).values["log"] == ["prepared", "finished at 6"]
