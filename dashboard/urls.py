@@ -12,6 +12,7 @@ from dashboard.views import (
     audit,
     checkpoints,
     crons,
+    divergence,
     history,
     inbox,
     runs,
@@ -60,6 +61,8 @@ urlpatterns = [
     ),
     path("threads/<int:pk>/diff/", checkpoints.checkpoint_diff, name="diff"),
     path("threads/<int:pk>/graph/", checkpoints.thread_graph, name="thread-graph"),
+    path("threads/<int:pk>/divergence/", divergence.thread_divergence, name="thread-divergence"),
+    path("runs/<int:pk>/divergence/", divergence.run_divergence, name="run-divergence"),
     # The action pages: inbox, fork, replay, run, store.
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/threads/<int:pk>/", inbox.inbox_thread, name="inbox-thread"),

@@ -15,6 +15,9 @@ import json
 import uuid
 from typing import Any
 
+# The ``type`` of a LangChain message made JSON (``BaseMessage.model_dump``).
+MESSAGE_TYPES = {"human", "ai", "tool", "system", "function", "chat", "remove"}
+
 
 def _default(value: Any) -> Any:
     if hasattr(value, "model_dump"):
@@ -56,3 +59,8 @@ def json_text(value: Any) -> str:
 def pretty(value: Any) -> str:
     """``value`` as indented JSON text."""
     return json.dumps(value, default=_default, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def is_message(item: Any) -> bool:
+    """Whether ``item`` (JSON) is a LangChain message."""
+    return isinstance(item, dict) and item.get("type") in MESSAGE_TYPES and "content" in item

@@ -49,6 +49,11 @@ names or ``{"node", "input"}`` sends) and ``update``, beside an empty ``input``;
 ``resume`` on a thread with next tasks but no interrupt goes to the next ``interrupt()``
 that runs, and is refused only when nothing would run.
 
+Beyond the Agent Server: ``GET /threads/{thread_id}/divergence?checkpoint_id=`` and
+``GET /threads/{thread_id}/runs/{run_id}/divergence`` compare a replayed or forked branch
+with the branch it left, step by step from the fork point (the nodes that ran, what each
+wrote, the interrupts that fired), and name the first step where they differ.
+
 Not served: thread TTLs, ``values`` filters on threads (refused with 422 naming the
 field when sent).
 
@@ -95,6 +100,7 @@ from __future__ import annotations
 from durable.api.assistants import assistants
 from durable.api.authentication import TenantToken
 from durable.api.crons import crons, thread_crons
+from durable.api.divergence import divergence
 from durable.api.drift import drift
 from durable.api.errors import JSONOnlyAPI, handle_errors
 from durable.api.info import info
@@ -130,6 +136,7 @@ api.add_router("/threads", thread_crons)
 api.add_router("/threads", runs)
 api.add_router("/threads", thread_stream)
 api.add_router("/threads", drift)
+api.add_router("/threads", divergence)
 api.add_router("/runs", crons)
 api.add_router("/runs", stateless)
 api.add_router("/store", store)

@@ -9,7 +9,9 @@ schedules that start runs (``durable.engine.crons``): ``create_cron``, ``update_
 ``delete_cron``, and ``fire`` (one slot's run, which Celery beat wakes up).
 State reads (``durable.engine.state``): ``thread_state``, ``state_at``,
 ``thread_history``, ``pending_interrupts``, ``pending_writes``, ``graph_drawing``,
-``graph_shape``, ``config_for``; a registered graph's drawing and schemas, as
+``graph_shape``, ``config_for``; where a replayed or forked branch first did something
+else than the branch it left (``durable.engine.divergence``): ``divergence``,
+``run_divergence``; a registered graph's drawing and schemas, as
 assistants show them (``durable.engine.assistants``): ``graph_json``, ``graph_schemas``,
 ``input_schema``, ``subgraph_schemas``; stored assistants (``durable.engine.assistant_configs``):
 ``resolve_assistant`` (what a run on an assistant runs, with which config and context:
@@ -45,6 +47,7 @@ from durable.engine.assistant_configs import (
 from durable.engine.assistants import graph_json, graph_schemas, input_schema, subgraph_schemas
 from durable.engine.checks import InvalidRequest, check_storable
 from durable.engine.crons import create_cron, delete_cron, fire, update_cron
+from durable.engine.divergence import Divergence, divergence, run_divergence
 from durable.engine.drift import (
     Drift,
     Finding,
@@ -151,4 +154,7 @@ __all__ = [
     "migration",
     "check_fits",
     "deployed_version",
+    "Divergence",
+    "divergence",
+    "run_divergence",
 ]

@@ -38,6 +38,8 @@ GRAPHS = {
     "counted": "tests.helpers.graphs.build_counted",
     "options": "tests.helpers.option_graphs.build_options",
     **DRIFT_GRAPHS,
+    "coin": "tests.helpers.divergence_graphs.build_coin",
+    "steady": "tests.helpers.divergence_graphs.build_steady",
 }
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.

@@ -37,6 +37,8 @@ CONSOLE = {
     "checkpoint": ("GET", "checkpoint", False),
     "diff": ("GET", "thread", False),
     "thread-graph": ("GET", "thread", False),
+    "thread-divergence": ("GET", "thread", False),
+    "run-divergence": ("GET", "run", False),
     "inbox": ("GET", "tenant", False),
     "inbox-thread": ("GET", "thread", False),
     "inbox-answer": ("POST", "thread", True),
@@ -239,6 +241,8 @@ API = [
     ("POST", "/api/runs/crons/count", {}, False, False),
     ("PATCH", "/api/runs/crons/{cron_id}", {"enabled": False}, True, False),
     ("DELETE", "/api/runs/crons/{cron_id}", None, True, False),
+    ("GET", T + "/divergence?checkpoint_id={checkpoint}", None, False, True),
+    ("GET", T + "/runs/{run}/divergence", None, False, True),
 ]
 # What the Agent Server serves outside its authenticated routes.
 WITHOUT_A_KEY = [("GET", "/api/info"), ("GET", "/api/ok")]
