@@ -20,6 +20,7 @@ from dashboard.forms.queries import (
     NamespaceForm,
     PageForm,
     PictureForm,
+    RevealForm,
     TreeForm,
     form_errors,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "NamespaceForm",
     "DiffForm",
     "JsonForm",
+    "RevealForm",
     "PictureForm",
     "GraphForm",
     "form_errors",

@@ -20,12 +20,23 @@ from ninja.renderers import JSONRenderer
 from durable import engine
 from durable.api.document import describe_refusals
 from durable.models import Run, Thread
+from durable.redaction import redact
 
 logger = logging.getLogger(__name__)
 
+
+class RedactingRenderer(JSONRenderer):
+    """ninja's JSON renderer, every answer first passed through
+    ``durable.redaction.redact``: no sensitive value of a state, a history, an interrupt,
+    a run or a thread reaches a client, whatever the route."""
+
+    def render(self, request, data, *, response_status):
+        return super().render(request, redact(data), response_status=response_status)
+
+
 # One renderer for every JSON answer: the API's, for what routes return, and
 # ``json_response``'s, for the answers routes and handlers build themselves.
-RENDERER = JSONRenderer()
+RENDERER = RedactingRenderer()
 
 
 class ApiError(Exception):

@@ -17,7 +17,8 @@ the one rule every surface that starts runs calls), ``find_assistant``,
 ``create_assistant``, ``update_assistant``, ``set_latest_version``,
 ``delete_assistant``; what an update would run next, written nowhere
 (``durable.engine.update``): ``next_after_update``. A thread's ``active_run``
-(``durable.engine.policy``).
+(``durable.engine.policy``). One masked value of a checkpoint, audited
+(``durable.engine.reveal``): ``reveal``.
 Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
 
 Below them, the engine's own modules: ``policy`` (queueing rules, no broker), ``queue``
@@ -54,6 +55,7 @@ from durable.engine.operations import (
     update_thread_metadata,
 )
 from durable.engine.policy import active_run
+from durable.engine.reveal import reveal
 from durable.engine.state import (
     GraphShape,
     config_for,
@@ -105,6 +107,7 @@ __all__ = [
     "delete_cron",
     "fire",
     "active_run",
+    "reveal",
     "config_for",
     "thread_state",
     "state_at",

@@ -35,6 +35,7 @@ GRAPHS = {
     "nested": "tests.helpers.graphs.build_nested",
     "counted": "tests.helpers.graphs.build_counted",
     "options": "tests.helpers.option_graphs.build_options",
+    "redaction": "tests.helpers.redaction_graphs.build_redaction",
 }
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.
