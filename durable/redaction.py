@@ -39,10 +39,9 @@ import uuid
 from typing import Any
 
 from durable import conf
-from durable.values import jsonable
+from durable.values import is_message, jsonable
 
 MASK = "[redacted]"
-MESSAGE_TYPES = frozenset({"human", "ai", "tool", "system", "function", "chat", "remove"})
 _LEAVES = (
     str,
     int,
@@ -113,16 +112,12 @@ def _sensitive(value: Any) -> bool:
     return value is not None and value != ""
 
 
-def _is_message(value: dict) -> bool:
-    return value.get("type") in MESSAGE_TYPES and "content" in value
-
-
 def _walk(value: Any, partial: tuple, found: list | None, at: tuple, r: Rules) -> Any:
     if isinstance(value, _LEAVES):
         return value
     if isinstance(value, dict):
         candidates = partial + r.paths
-        if r.message_tails and _is_message(value):
+        if r.message_tails and is_message(value):
             candidates += r.message_tails
         items = value.items()
     elif isinstance(value, (list, tuple)):

@@ -15,6 +15,15 @@ import json
 import uuid
 from typing import Any
 
+# The ``type`` of a LangChain message as JSON (``message.model_dump()``).
+MESSAGE_TYPES = frozenset({"human", "ai", "tool", "system", "function", "chat", "remove"})
+
+
+def is_message(item: Any) -> bool:
+    """Whether ``item`` is a LangChain message as JSON: a dict with a message ``type``
+    and ``content``."""
+    return isinstance(item, dict) and item.get("type") in MESSAGE_TYPES and "content" in item
+
 
 def _default(value: Any) -> Any:
     if hasattr(value, "model_dump"):

@@ -13,8 +13,7 @@ from typing import Any
 
 from deepdiff import DeepDiff
 
-from dashboard.present.values import is_message
-from durable.values import jsonable, pretty
+from durable.values import is_message, jsonable, pretty
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
 _KINDS = {

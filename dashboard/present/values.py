@@ -16,7 +16,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer
 
 from durable.redaction import redact
-from durable.values import jsonable, pretty
+from durable.values import is_message, jsonable, pretty
 
 # What a page shows of one value (``shorten``): a state can hold megabytes (a document,
 # a base64 image), and a page that printed it whole, in every place it appears, weighed
@@ -33,7 +33,6 @@ HIGHLIGHT_LIMIT = 200_000
 # A value longer than this (as JSON text) is not put in a form to edit: the form says so,
 # and leaving it out keeps it as it is.
 EDIT_LIMIT = 100_000
-MESSAGE_TYPES = {"human", "ai", "tool", "system", "function", "chat", "remove"}
 ROLE_NAMES = {"human": "Human", "ai": "AI", "tool": "Tool", "system": "System"}
 
 _FORMATTER = HtmlFormatter(nowrap=True)
@@ -196,10 +195,6 @@ def as_messages(value: Any) -> list[Message] | None:
     if not all(is_message(item) for item in items):
         return None
     return [_message(item) for item in items]
-
-
-def is_message(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type") in MESSAGE_TYPES and "content" in item
 
 
 def _message(item: dict) -> Message:
