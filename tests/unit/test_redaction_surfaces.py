@@ -9,12 +9,20 @@ import json
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from durable import audit, engine, history
 from durable.graphs import get_graph
-from durable.models import AuditEvent, Role, Run, RunEvent, Tenant
+from durable.models import (
+    AuditEvent,
+    CheckpointBlob,
+    CheckpointWrite,
+    Role,
+    Run,
+    RunEvent,
+    Tenant,
+)
 from durable.redaction import MASK
 from durable.tenancy import create_token
 from durable.values import jsonable
@@ -224,3 +232,23 @@ def test_an_admin_reveals_one_value_once_and_it_is_audited_a_viewer_cannot():
     trail = admin.get(reverse("audit")).content.decode()
     assert "revealed payment.card_number" in trail
     _clean(trail, "the audit trail")
+
+
+def test_masking_composes_with_encryption_at_rest():
+    with override_settings(DURABLE_ENCRYPTION_KEY="0123456789abcdef"):
+        thread, _ = _thread()
+        stored = b"".join(
+            bytes(blob or b"")
+            for model in (CheckpointBlob, CheckpointWrite)
+            for blob in model.objects.filter(thread_id=thread.thread_id).values_list(
+                "blob", flat=True
+            )
+        )
+        assert stored and MARKER.encode() not in stored  # encrypted at rest
+        latest = head(thread)
+        inspector = _as(Role.VIEWER).get(reverse("checkpoint", args=[thread.pk, latest]))
+        _clean(inspector.content.decode(), "the inspector of an encrypted thread")
+        revealed = _as(Role.ADMIN).post(
+            reverse("reveal", args=[thread.pk, latest]), {"path": "payment.card_number"}
+        )
+        assert CARD in revealed.content.decode()  # decrypted for the one who may see it
