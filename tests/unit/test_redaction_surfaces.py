@@ -11,7 +11,9 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import Client, override_settings
 from django.urls import reverse
+from langgraph.types import Interrupt
 
+from dashboard.forms import ResumeForm
 from durable import audit, engine, history
 from durable.graphs import get_graph
 from durable.models import (
@@ -260,3 +262,31 @@ def test_masking_composes_with_encryption_at_rest():
         reverse("reveal", args=[thread.pk, latest]), {"path": "payment.card_number"}
     )
     assert CARD in revealed.content.decode()  # decrypted for the one who may see it
+
+
+@pytest.mark.parametrize("per_argument", [False, True])
+def test_an_edit_in_the_answer_form_keeps_a_masked_argument(per_argument):
+    secret = f"sk-{MARKER}-EDIT"
+    review = {"action_name": "call_api", "allowed_decisions": ["approve", "edit", "reject"]}
+    if per_argument:
+        review["args_schema"] = {
+            "type": "object",
+            "properties": {"url": {"type": "string"}, "api_key": {"type": "string"}},
+        }
+    payload = {
+        "action_requests": [{"name": "call_api", "args": {"url": "a", "api_key": secret}}],
+        "review_configs": [review],
+    }
+    pending = [Interrupt(value=payload, id="i1")]
+    shown = ResumeForm(pending)
+    if per_argument:
+        assert shown["arg-i1-0-api_key"].value() == MASK
+        data = {"arg-i1-0-url": "b", "arg-i1-0-api_key": MASK}
+    else:
+        text = shown["args-i1-0"].value()
+        assert secret not in text and MASK in text
+        data = {"args-i1-0": json.dumps({**json.loads(text), "url": "b"})}
+    sent = ResumeForm(pending, {"decision-i1-0": "edit", **data})
+    assert sent.is_valid(), sent.errors
+    (decision,) = sent.resume_args["value"]["decisions"]
+    assert decision["edited_action"]["args"] == {"url": "b", "api_key": secret}
