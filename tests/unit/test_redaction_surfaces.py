@@ -15,6 +15,7 @@ from langgraph.types import Interrupt
 
 from dashboard.forms import ResumeForm
 from durable import audit, engine, history
+from durable.engine import webhooks
 from durable.graphs import get_graph
 from durable.models import (
     AuditEvent,
@@ -290,3 +291,10 @@ def test_an_edit_in_the_answer_form_keeps_a_masked_argument(per_argument):
     assert sent.is_valid(), sent.errors
     (decision,) = sent.resume_args["value"]["decisions"]
     assert decision["edited_action"]["args"] == {"url": "b", "api_key": secret}
+
+
+def test_a_webhook_posts_the_values_masked():
+    thread, run = _thread()
+    body = webhooks.payload(Run.objects.select_related("thread").get(pk=run.pk))
+    assert body["values"]["payment"] == {"card_number": MASK, "amount": 42}
+    _clean(json.dumps(body), "the webhook's payload")
