@@ -14,7 +14,9 @@ What counts as sensitive is set in two settings (``durable.conf``):
   holds it as whole words (``api_key`` matches ``openai_api_key`` and ``apiKey``,
   ``token`` matches ``access_token`` but not ``input_tokens``, so token counts stay).
 
-A matching value, unless ``None`` or ``""``, is replaced by ``MASK`` in a copy; the
+A matching value, unless ``None`` or ``""``, is replaced by ``MASK`` in a copy, and
+the text of an error (under ``error``, ``message``, ``error_message``) has the value
+after each sensitive name masked (``redact_text``: ``password=...``); the
 value given is never changed, and nor is what is stored (which is encrypted at rest when
 ``DURABLE_ENCRYPTION_KEY`` is set: that is independent of this). Objects (LangChain
 messages, Pydantic models, dataclasses) are made JSON first, as ``durable.values``
@@ -57,6 +59,9 @@ _LEAVES = (
     enum.Enum,
 )
 _GLOB = re.compile(r"[*?\[]")
+# Keys whose text is an exception's message (a run's or a task's error, a lifecycle
+# event's): what a node put in it is masked as text (``redact_text``).
+_TEXT_KEYS = frozenset({"error", "message", "error_message"})
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
 
@@ -133,6 +138,8 @@ def _walk(value: Any, partial: tuple, found: list | None, at: tuple, r: Rules) -
             if found is not None:
                 found.append(at + (name,))
             out.append((key, MASK))
+        elif isinstance(item, str) and name in _TEXT_KEYS:
+            out.append((key, redact_text(item)))
         else:
             deeper = tuple(p for p in following if p)
             out.append((key, _walk(item, deeper, found, at + (name,), r)))

@@ -12,7 +12,7 @@ from django.urls import reverse
 from dashboard.present import values
 from dashboard.present.links import checkpoint_url, json_url, query_params
 from durable import engine, history
-from durable.redaction import redact_under
+from durable.redaction import redact_text, redact_under
 
 
 def tasks(thread, snapshot, ns: str) -> list[dict]:
@@ -29,7 +29,9 @@ def tasks(thread, snapshot, ns: str) -> list[dict]:
         found.append(
             {
                 "task": task,
-                "error": f"{type(task.error).__name__}: {task.error}" if task.error else "",
+                "error": (
+                    redact_text(f"{type(task.error).__name__}: {task.error}") if task.error else ""
+                ),
                 "interrupts": [(i.id, values.json_html(i.value)) for i in task.interrupts],
                 "result_html": values.json_html(task.result) if task.result else None,
                 "subgraph_url": (

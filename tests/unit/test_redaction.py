@@ -159,3 +159,10 @@ def test_the_log_filter_masks_arguments_messages_and_tracebacks():
     RedactingFilter().filter(failed)
     assert "hunter2" not in logging.Formatter().format(failed)
     assert "ValueError" in logging.Formatter().format(failed)
+
+
+def test_an_error_text_is_masked_after_sensitive_names():
+    masked = redact({"error": "ValueError('password=hunter2')", "message": "token: t-1", "x": 1})
+    assert "hunter2" not in masked["error"] and "ValueError" in masked["error"]
+    assert "t-1" not in masked["message"]
+    assert masked["x"] == 1
