@@ -42,7 +42,13 @@ def _thread():
     thread = engine.create_thread("redaction")
     get_graph("redaction").invoke({"customer": "ada"}, engine.config_for(thread))
     values = jsonable(engine.thread_state(thread).values)
-    run = Run.objects.create(thread=thread, graph="redaction", kind="start", status="interrupted")
+    run = Run.objects.create(
+        thread=thread,
+        graph="redaction",
+        kind="start",
+        status="interrupted",
+        input={"customer": "ada", "api_key": SECRETS[1]},
+    )
     for event, data in (
         (RunEvent.LIFECYCLE, {"status": "running"}),
         ("updates", {"collect": {k: values[k] for k in ("payment", "api_key", "messages")}}),
@@ -298,3 +304,16 @@ def test_a_webhook_posts_the_values_masked():
     body = webhooks.payload(Run.objects.select_related("thread").get(pk=run.pk))
     assert body["values"]["payment"] == {"card_number": MASK, "amount": 42}
     _clean(json.dumps(body), "the webhook's payload")
+
+
+def test_the_django_admin_shows_a_runs_and_an_events_json_masked(superuser):
+    thread, run = _thread()
+    staff = Client()
+    staff.force_login(superuser)
+    pages = [f"/admin/durable/run/{run.pk}/change/"]
+    pages += [f"/admin/durable/runevent/{e.pk}/change/" for e in run.events.all()]
+    for url in pages:
+        response = staff.get(url)
+        assert response.status_code == 200, url
+        _clean(response.content.decode(), url)
+    assert MASK in staff.get(pages[0]).content.decode()
