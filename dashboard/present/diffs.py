@@ -13,6 +13,7 @@ from typing import Any
 
 from deepdiff import DeepDiff
 
+from durable.redaction import MASK, masked_paths, value_at
 from durable.values import is_message, jsonable, pretty
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
@@ -77,6 +78,20 @@ def changes(a: Any, b: Any) -> list[Change]:
                 )
             )
     return sorted(found, key=lambda c: c.path)
+
+
+def masked_changes(a: Any, b: Any) -> list[Change]:
+    """The sensitive values (``durable.redaction``) that differ from state ``a`` to
+    state ``b`` though both are masked: a diff of the masked states shows them equal, so
+    each is a ``changed`` path with ``MASK`` on both sides."""
+    in_b = set(masked_paths(b))
+    return [
+        Change(
+            CHANGED, path_text([int(p) if p.isdigit() else p for p in path.split(".")]), MASK, MASK
+        )
+        for path in masked_paths(a)
+        if path in in_b and value_at(a, path) != value_at(b, path)
+    ]
 
 
 def path_text(parts: list) -> str:

@@ -317,3 +317,28 @@ def test_the_django_admin_shows_a_runs_and_an_events_json_masked(superuser):
         assert response.status_code == 200, url
         _clean(response.content.decode(), url)
     assert MASK in staff.get(pages[0]).content.decode()
+
+
+def test_the_diff_names_a_changed_secret_without_showing_either_value():
+    thread, _ = _thread()
+    before = head(thread)
+    new_card = f"5555-{MARKER}-NEW"
+    engine.fork(
+        thread,
+        before,
+        {"payment": {"card_number": new_card, "amount": 42}},
+        as_node="collect",
+        requested_by="ann",
+    )
+    after = head(thread)
+    url = reverse("diff", args=[thread.pk]) + f"?a={before}&b={after}"
+    page = _as(Role.VIEWER).get(url).content.decode()
+    _clean(page, "the diff")
+    assert "payment.card_number" in page and MASK in page
+
+
+def test_the_thread_list_shows_thread_metadata_masked():
+    engine.create_thread("redaction", metadata={"api_key": SECRETS[1], "team": "ops"})
+    page = _as(Role.VIEWER).get(reverse("threads")).content.decode()
+    _clean(page, "the thread list")
+    assert "team=ops" in page and f"api_key={MASK}" in page
