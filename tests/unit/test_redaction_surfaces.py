@@ -342,3 +342,21 @@ def test_the_thread_list_shows_thread_metadata_masked():
     page = _as(Role.VIEWER).get(reverse("threads")).content.decode()
     _clean(page, "the thread list")
     assert "team=ops" in page and f"api_key={MASK}" in page
+
+
+def test_an_assistants_pages_show_its_secrets_masked():
+    first, second = f"sk-{MARKER}-V1", f"sk-{MARKER}-V2"
+    found = engine.create_assistant(
+        Tenant.default(), "redaction", metadata={"api_key": first, "team": "ops"}
+    )
+    engine.update_assistant(found, metadata={"api_key": second, "team": "ops"})
+    viewer = _as(Role.VIEWER)
+    urls = [
+        reverse("assistants"),
+        reverse("assistant", args=[found.assistant_id]),
+        reverse("assistant-diff", args=[found.assistant_id]) + "?a=1&b=2",
+    ]
+    for url in urls:
+        response = viewer.get(url)
+        assert response.status_code == 200, url
+        _clean(response.content.decode(), url)
