@@ -14,6 +14,7 @@ from django.urls import reverse
 from langgraph.types import Interrupt
 
 from dashboard.forms import ResumeForm
+from dashboard.forms.assistants import AssistantForm
 from durable import audit, engine, history
 from durable.engine import webhooks
 from durable.graphs import get_graph
@@ -360,3 +361,19 @@ def test_an_assistants_pages_show_its_secrets_masked():
         response = viewer.get(url)
         assert response.status_code == 200, url
         _clean(response.content.decode(), url)
+
+
+def test_the_assistant_form_keeps_a_masked_secret_it_sends_back():
+    secret = f"sk-{MARKER}-FORM"
+    found = engine.create_assistant(
+        Tenant.default(), "redaction", name="Ann", metadata={"api_key": secret, "team": "ops"}
+    )
+    operator = _as(Role.OPERATOR)
+    url = reverse("assistant", args=[found.assistant_id])
+    _clean(operator.get(url).content.decode(), "the assistant's edit form")
+    shown = AssistantForm(assistant=found).initial
+    metadata = {**json.loads(shown["metadata"]), "team": "sales"}
+    response = operator.post(url, {**shown, "metadata": json.dumps(metadata)})
+    assert response.status_code == 303, response.content.decode()[:2000]
+    found.refresh_from_db()
+    assert found.metadata == {"api_key": secret, "team": "sales"}
