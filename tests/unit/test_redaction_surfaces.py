@@ -377,3 +377,18 @@ def test_the_assistant_form_keeps_a_masked_secret_it_sends_back():
     assert response.status_code == 303, response.content.decode()[:2000]
     found.refresh_from_db()
     assert found.metadata == {"api_key": secret, "team": "sales"}
+
+
+def test_an_api_update_that_sends_the_masked_state_back_keeps_the_secrets(api_key):
+    thread, _ = _thread()
+    api = Client(HTTP_X_API_KEY=api_key)
+    path = f"/api/threads/{thread.name}/state"
+    shown = json.loads(api.get(path).content)["values"]
+    values = {"payment": {**shown["payment"], "amount": 7}, "api_key": shown["api_key"]}
+    response = api.post(
+        path, json.dumps({"values": values, "as_node": "collect"}), content_type="application/json"
+    )
+    assert response.status_code == 200, response.content
+    stored = engine.thread_state(thread).values
+    assert stored["payment"] == {"card_number": CARD, "amount": 7}
+    assert MARKER in stored["api_key"]
