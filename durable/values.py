@@ -22,7 +22,12 @@ MESSAGE_TYPES = frozenset({"human", "ai", "tool", "system", "function", "chat", 
 def is_message(item: Any) -> bool:
     """Whether ``item`` is a LangChain message as JSON: a dict with a message ``type``
     and ``content``."""
-    return isinstance(item, dict) and item.get("type") in MESSAGE_TYPES and "content" in item
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("type"), str)
+        and item["type"] in MESSAGE_TYPES
+        and "content" in item
+    )
 
 
 def _default(value: Any) -> Any:

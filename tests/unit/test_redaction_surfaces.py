@@ -392,3 +392,12 @@ def test_an_api_update_that_sends_the_masked_state_back_keeps_the_secrets(api_ke
     stored = engine.thread_state(thread).values
     assert stored["payment"] == {"card_number": CARD, "amount": 7}
     assert MARKER in stored["api_key"]
+
+
+def test_a_graphs_schemas_keep_their_sensitive_property_names(api_key):
+    api = Client(HTTP_X_API_KEY=api_key)
+    response = api.get("/api/assistants/redaction/schemas")
+    assert response.status_code == 200, response.content
+    state = json.loads(response.content)["state_schema"]
+    assert {"payment", "api_key", "messages"} <= set(state["properties"])
+    assert state["properties"]["api_key"] != MASK
