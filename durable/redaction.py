@@ -113,6 +113,12 @@ def rules() -> Rules:
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _key_matches(r: Rules, name: str) -> bool:
+    # A state's keys repeat across every checkpoint of a history answer: looked up once.
+    return r.key_matches(name)
+
+
 def _sensitive(value: Any) -> bool:
     return value is not None and value != ""
 
@@ -134,7 +140,7 @@ def _walk(value: Any, partial: tuple, found: list | None, at: tuple, r: Rules) -
     for key, item in items:
         name = str(key)
         following = tuple(p[1:] for p in candidates if p[0] in ("*", name))
-        if _sensitive(item) and (() in following or r.key_matches(name)):
+        if _sensitive(item) and (() in following or _key_matches(r, name)):
             if found is not None:
                 found.append(at + (name,))
             out.append((key, MASK))
