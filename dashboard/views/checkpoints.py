@@ -112,7 +112,7 @@ def checkpoint_json(request, pk: int, checkpoint_id: str):
 def reveal_value(request, pk: int, checkpoint_id: str):
     """``POST /threads/<pk>/checkpoints/<id>/reveal/`` (``path``, ``ns``): the one masked
     state value at ``path``, for this response only (``durable.engine.reveal``, which
-    audits it), as the inspector's ``revealed`` partial (the whole page shows only it).
+    audits it): for htmx the inspector's ``revealed`` partial, else a page of its own.
     403 for a member who is neither a tenant admin nor an auditor; 404 for a thread not
     visible, a checkpoint not the thread's, or a path that is no masked value there."""
     thread = access.thread_or_404(request, pk)
@@ -127,9 +127,10 @@ def reveal_value(request, pk: int, checkpoint_id: str):
         )
     except engine.InvalidRequest as exc:
         raise Http404(exc.message) from None
-    context = {"thread": thread, "checkpoint_id": checkpoint_id, "path": path}
+    context = {"thread": thread, "checkpoint_id": checkpoint_id, "path": path, "ns": ns}
     context["value_html"] = values.highlighted(pretty(value))
-    response = render(request, "dashboard/checkpoint.html#revealed", context)
+    template = "dashboard/checkpoint.html#revealed" if request.htmx else "dashboard/revealed.html"
+    response = render(request, template, context)
     # Shown once: no cache (the browser's, or a proxy's) keeps it.
     response["Cache-Control"] = "no-store"
     return response

@@ -401,3 +401,18 @@ def test_a_graphs_schemas_keep_their_sensitive_property_names(api_key):
     state = json.loads(response.content)["state_schema"]
     assert {"payment", "api_key", "messages"} <= set(state["properties"])
     assert state["properties"]["api_key"] != MASK
+
+
+def test_a_reveal_without_javascript_is_a_page_of_the_console():
+    thread, _ = _thread()
+    latest = head(thread)
+    admin = _as(Role.ADMIN)
+    page = admin.post(reverse("reveal", args=[thread.pk, latest]), {"path": "api_key"})
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert SECRETS[1] in text and "<title>" in text and "Back to the checkpoint" in text
+    partial = admin.post(
+        reverse("reveal", args=[thread.pk, latest]), {"path": "api_key"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert SECRETS[1] in partial and "<title>" not in partial
+    assert AuditEvent.objects.filter(action="reveal").count() == 2
