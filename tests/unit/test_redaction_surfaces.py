@@ -416,3 +416,23 @@ def test_a_reveal_without_javascript_is_a_page_of_the_console():
     ).content.decode()
     assert SECRETS[1] in partial and "<title>" not in partial
     assert AuditEvent.objects.filter(action="reveal").count() == 2
+
+
+def test_an_auditor_of_no_tenant_reveals_a_value_audited_in_the_threads_tenant():
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    thread, _ = _thread()
+    auditor = get_user_model().objects.create_user("audrey", is_staff=True)
+    auditor.user_permissions.add(Permission.objects.get(codename="audit_all_tenants"))
+    client = Client()
+    client.force_login(auditor)
+    latest = head(thread)
+    inspector = client.get(reverse("checkpoint", args=[thread.pk, latest])).content.decode()
+    assert "Reveal payment.card_number" in inspector
+    response = client.post(
+        reverse("reveal", args=[thread.pk, latest]), {"path": "payment.card_number"}
+    )
+    assert CARD in response.content.decode()
+    (event,) = AuditEvent.objects.filter(action="reveal")
+    assert (event.actor, event.tenant) == ("audrey", thread.tenant)
