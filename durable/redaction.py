@@ -239,8 +239,19 @@ def redact_text(text: str) -> str:
     return pattern.sub(lambda m: m["name"] + (m["quote"] or "") + MASK + (m["quote"] or ""), text)
 
 
+def _logged(name: str | None, arg: Any) -> Any:
+    """A log record's argument masked: a dict, list or tuple by ``redact``, a value
+    under a sensitive name by ``MASK``; anything else as it is (its text is masked
+    after formatting), so that ``%r`` of an exception reads as it always has."""
+    if name is not None and _sensitive(arg) and _key_matches(rules(), str(name)):
+        return MASK
+    if isinstance(arg, (dict, list, tuple)):
+        return redact(arg)
+    return arg
+
+
 class RedactingFilter(logging.Filter):
-    """A handler's filter that masks a record: its arguments (``redact``), then its
+    """A handler's filter that masks a record: its arguments (``_logged``), then its
     message and traceback as text (``redact_text``). It formats the message itself, so
     the record leaves with ``args`` empty."""
 
@@ -248,9 +259,9 @@ class RedactingFilter(logging.Filter):
         try:
             args = record.args
             if isinstance(args, dict):
-                args = redact(args)
+                args = {k: _logged(k, v) for k, v in args.items()}
             elif args:
-                args = tuple(a if isinstance(a, _LEAVES) else redact(a) for a in args)
+                args = tuple(_logged(None, a) for a in args)
             message = str(record.msg) % args if args else str(record.msg)
             record.msg, record.args = redact_text(message), ()
             if record.exc_info and not record.exc_text:

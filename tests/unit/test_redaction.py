@@ -166,3 +166,25 @@ def test_an_error_text_is_masked_after_sensitive_names():
     assert "hunter2" not in masked["error"] and "ValueError" in masked["error"]
     assert "t-1" not in masked["message"]
     assert masked["x"] == 1
+
+
+def test_the_log_filter_leaves_other_arguments_as_they_print():
+    error = ValueError("Worker exited prematurely")
+    record = logging.LogRecord(
+        "celery", logging.ERROR, __file__, 1, "Task handler raised error: %r", (error,), None
+    )
+    RedactingFilter().filter(record)
+    assert (
+        record.getMessage() == "Task handler raised error: ValueError('Worker exited prematurely')"
+    )
+    named = logging.LogRecord(
+        "celery",
+        logging.INFO,
+        __file__,
+        1,
+        "%(name)s: %(token)s",
+        ({"name": "x", "token": "t"},),
+        None,
+    )
+    RedactingFilter().filter(named)
+    assert named.getMessage() == f"x: {MASK}"
