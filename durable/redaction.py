@@ -93,6 +93,8 @@ class Rules:
             n = len(phrase)
             if any(words[i : i + n] == phrase for i in range(len(words) - n + 1)):
                 return True
+            if n > 1 and "".join(phrase) in words:  # written as one word: APIKey, apikey
+                return True
         return False
 
 

@@ -81,6 +81,8 @@ def test_key_names_match_as_words_case_insensitively():
         "access_token": "t",
         "openai_api_key": "k",
         "apiKey": "k",
+        "APIKey": "k",
+        "x-apikey": "k",
         "Authorization": "Bearer x",
         "input_tokens": 5,
         "max_tokens": 10,
@@ -92,7 +94,7 @@ def test_key_names_match_as_words_case_insensitively():
     masked = redact(value)
     for key in ("password", "DB_PASSWORD", "clientSecret", "access_token"):
         assert masked[key] == MASK, key
-    for key in ("openai_api_key", "apiKey", "Authorization"):
+    for key in ("openai_api_key", "apiKey", "APIKey", "x-apikey", "Authorization"):
         assert masked[key] == MASK, key
     assert masked["nested"] == [{"refresh_token": MASK}]
     # Token counts, and names that only contain the letters, stay.
