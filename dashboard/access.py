@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 
 from durable.models import Assistant, AuditEvent, Cron, Run, Thread
 from durable.persistence.store import ScopedStore, tenant_store
-from durable.tenancy import may_act
+from durable.tenancy import may_act, may_reveal
 
 
 def threads(request) -> QuerySet[Thread]:
@@ -83,6 +83,17 @@ def thread_or_404(request, pk: int) -> Thread:
 def may_act_here(request) -> bool:
     """Whether the request's role may resume, fork, replay, cancel and delete."""
     return request.role is not None and may_act(request.role)
+
+
+def may_reveal_here(request) -> bool:
+    """Whether the request may reveal a masked value: a tenant admin, or an auditor."""
+    return may_reveal(request.role, request.user)
+
+
+def require_revealer(request) -> None:
+    """Raise ``PermissionDenied`` (403) unless the request may reveal masked values."""
+    if not may_reveal_here(request):
+        raise PermissionDenied("Only a tenant admin or an auditor may reveal a masked value.")
 
 
 def require_operator(request) -> None:

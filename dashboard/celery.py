@@ -7,6 +7,7 @@ from celery import Celery, signals
 from celery.fixups.django import DjangoFixup, DjangoWorkerFixup
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
 
+from durable.redaction import install_log_filter
 from durable.tasknames import RUN_TASK
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
@@ -84,6 +85,14 @@ class _DjangoFixup(DjangoFixup):
 def _django_fixup(app):
     """Celery's Django fixup (``celery.fixups.django.fixup``) with ``_WorkerFixup``."""
     return _DjangoFixup(app).install()
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _redact_logs(logger, **kwargs):
+    """The worker's log handlers mask sensitive values (``durable.redaction``): a node's
+    log line, a failed run's traceback, what a graph prints (Celery logs stdout)."""
+    install_log_filter(logger)
 
 
 app = Celery("dashboard", fixups=[f"{__name__}:_django_fixup"])

@@ -13,6 +13,9 @@ Everything that differs between machines comes from the environment:
 - ``DURABLE_ENCRYPTION_KEY``: encrypt stored values with AES (16, 24 or 32 characters).
 - ``DURABLE_SERDE_ALLOWLIST``: comma-separated dotted class names stored state may hold
   beyond the registered graphs' own types.
+- ``DURABLE_REDACT_PATHS`` and ``DURABLE_REDACT_KEYS``: comma-separated state paths and
+  key-name patterns whose values are masked wherever values leave the server
+  (``durable.redaction``); keys default to ``password,secret,token,api_key,authorization``.
 - ``DURABLE_EXTRA_GRAPHS``: more graphs to register, ``name=dotted.path,...``.
 - ``DURABLE_DB_POOL_SIZE`` (default 8) and ``DURABLE_DB_POOL_MAX_IDLE_SECONDS`` (60): each
   process's PostgreSQL connection pool.
@@ -277,6 +280,16 @@ DURABLE_ENCRYPTION_KEY = os.environ.get("DURABLE_ENCRYPTION_KEY", "")
 DURABLE_SERDE_ALLOWLIST = [
     name for name in os.environ.get("DURABLE_SERDE_ALLOWLIST", "").split(",") if name
 ]
+
+# Sensitive values, masked in every page, API answer, stream, audit export and worker log
+# (durable.redaction); the stored data stays as it is (encrypted when the key above is set).
+DURABLE_REDACT_PATHS = [
+    path.strip() for path in os.environ.get("DURABLE_REDACT_PATHS", "").split(",") if path.strip()
+]
+if "DURABLE_REDACT_KEYS" in os.environ:
+    DURABLE_REDACT_KEYS = [
+        key.strip() for key in os.environ["DURABLE_REDACT_KEYS"].split(",") if key.strip()
+    ]
 
 # The hosts runs may post their outcome to (a run request's webhook): none unless named.
 DURABLE_WEBHOOK_ALLOWED_HOSTS = [

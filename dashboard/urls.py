@@ -59,6 +59,11 @@ urlpatterns = [
         checkpoints.checkpoint_json,
         name="checkpoint-json",
     ),
+    path(
+        "threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/reveal/",
+        checkpoints.reveal_value,
+        name="reveal",
+    ),
     path("threads/<int:pk>/diff/", checkpoints.checkpoint_diff, name="diff"),
     path("threads/<int:pk>/graph/", checkpoints.thread_graph, name="thread-graph"),
     path("threads/<int:pk>/divergence/", divergence.thread_divergence, name="thread-divergence"),

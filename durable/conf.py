@@ -11,6 +11,13 @@ Settings (seconds unless said otherwise):
   (``durable.graphs``). Default: none.
 - ``DURABLE_ENCRYPTION_KEY``: encrypt stored values with AES (16, 24 or 32 characters;
   ``durable.persistence.serde``). Default ``""``: not encrypted.
+- ``DURABLE_REDACT_PATHS``: dotted paths of state values masked wherever values leave
+  the server (``*``: any key or list index), e.g. ``["payment.card_number",
+  "messages.*.additional_kwargs.api_key"]`` (``durable.redaction``). Default none.
+- ``DURABLE_REDACT_KEYS``: key names whose values are masked at any path
+  (case-insensitive; whole words, or ``fnmatch`` patterns with ``*``). Default
+  ``password``, ``secret``, ``token``, ``api_key``, ``authorization``; ``()`` masks
+  by key name nothing.
 - ``DURABLE_SERDE_ALLOWLIST``: dotted class names stored state may revive beyond the
   registered graphs' own types. Default none.
 - ``DURABLE_RUN_LEASE_SECONDS`` (30): how long a worker's claim on a running run lasts
@@ -55,6 +62,8 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_GRAPHS": {},
     "DURABLE_ENCRYPTION_KEY": "",
     "DURABLE_SERDE_ALLOWLIST": (),
+    "DURABLE_REDACT_PATHS": (),
+    "DURABLE_REDACT_KEYS": ("password", "secret", "token", "api_key", "authorization"),
     "DURABLE_RUN_LEASE_SECONDS": 30.0,
     "DURABLE_HEARTBEAT_SECONDS": None,
     "DURABLE_REAPER_INTERVAL_SECONDS": 10.0,

@@ -10,6 +10,7 @@ from typing import Any
 from langgraph.types import StateSnapshot
 
 from durable.models import Thread
+from durable.redaction import redact_under
 from durable.values import jsonable
 
 
@@ -103,7 +104,7 @@ def checkpoint_download(
             "next": contents["next"],
             "tasks": contents["tasks"],
             "pending_writes": [
-                {"task_id": task_id, "channel": channel, "value": value}
+                {"task_id": task_id, "channel": channel, "value": redact_under(channel, value)}
                 for task_id, channel, value in writes
             ],
             "metadata": contents["metadata"],

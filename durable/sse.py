@@ -11,6 +11,8 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
 
+from durable.redaction import redact
+
 # What a stream writes when ``durable.engine.follow`` reports a quiet spell: a comment,
 # so that proxies and browsers keep the connection open.
 KEEPALIVE = b": keepalive\n\n"
@@ -18,12 +20,14 @@ KEEPALIVE = b": keepalive\n\n"
 
 def event(name: str | None, data: Any, id: int | None = None) -> bytes:
     """One server-sent event: ``id:`` (when given), ``event:`` (when given) and the
-    ``data`` as one line of JSON."""
+    ``data`` as one line of JSON, its sensitive values masked (``durable.redaction``)."""
     lines = []
     if id is not None:
         lines.append(f"id: {id}")
     if name is not None:
         lines.append(f"event: {name}")
+    # The one way out of every stream (the API's and the console's): masked here.
+    data = redact(data)
     lines.append(f"data: {json.dumps(data, cls=DjangoJSONEncoder, separators=(',', ':'))}")
     return ("\n".join(lines) + "\n\n").encode()
 

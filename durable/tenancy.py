@@ -71,9 +71,24 @@ def may_act(role: str) -> bool:
     return role in (Role.OPERATOR, Role.ADMIN)
 
 
+def may_reveal(role: str | None, user=None) -> bool:
+    """Whether a member of role ``role`` (or ``user``, an auditor) may reveal a masked
+    value (``durable.redaction``), one at a time: admins and auditors; operators and
+    viewers see masks only."""
+    return role == Role.ADMIN or (user is not None and is_auditor(user))
+
+
 def is_auditor(user) -> bool:
     """Whether ``user`` may read every tenant's threads and audit trail (as a viewer)."""
     return user.is_active and user.has_perm(AUDITOR_PERMISSION)
 
 
-__all__ = ["AUDITOR_PERMISSION", "create_token", "authenticate", "revoke", "may_act", "is_auditor"]
+__all__ = [
+    "AUDITOR_PERMISSION",
+    "create_token",
+    "authenticate",
+    "revoke",
+    "may_act",
+    "may_reveal",
+    "is_auditor",
+]

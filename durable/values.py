@@ -15,8 +15,19 @@ import json
 import uuid
 from typing import Any
 
-# The ``type`` of a LangChain message made JSON (``BaseMessage.model_dump``).
-MESSAGE_TYPES = {"human", "ai", "tool", "system", "function", "chat", "remove"}
+# The ``type`` of a LangChain message as JSON (``message.model_dump()``).
+MESSAGE_TYPES = frozenset({"human", "ai", "tool", "system", "function", "chat", "remove"})
+
+
+def is_message(item: Any) -> bool:
+    """Whether ``item`` is a LangChain message as JSON: a dict with a message ``type``
+    and ``content``."""
+    return (
+        isinstance(item, dict)
+        and isinstance(item.get("type"), str)
+        and item["type"] in MESSAGE_TYPES
+        and "content" in item
+    )
 
 
 def _default(value: Any) -> Any:
@@ -59,8 +70,3 @@ def json_text(value: Any) -> str:
 def pretty(value: Any) -> str:
     """``value`` as indented JSON text."""
     return json.dumps(value, default=_default, indent=2, ensure_ascii=False, sort_keys=True)
-
-
-def is_message(item: Any) -> bool:
-    """Whether ``item`` (JSON) is a LangChain message."""
-    return isinstance(item, dict) and item.get("type") in MESSAGE_TYPES and "content" in item

@@ -7,3 +7,7 @@ suggest this. No test checks how passwords are stored."""
 from dashboard.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# The redaction tests' paths (tests/helpers/redaction_graphs.py), in the test process and
+# the processes it starts; the key-name patterns are the defaults.
+DURABLE_REDACT_PATHS = ["payment.card_number", "messages.*.additional_kwargs.api_key"]

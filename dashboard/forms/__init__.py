@@ -21,6 +21,7 @@ from dashboard.forms.queries import (
     NamespaceForm,
     PageForm,
     PictureForm,
+    RevealForm,
     TreeForm,
     form_errors,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "NamespaceForm",
     "DiffForm",
     "JsonForm",
+    "RevealForm",
     "PictureForm",
     "GraphForm",
     "form_errors",

@@ -14,6 +14,7 @@ from dashboard.forms.schema_form import SchemaFields
 from dashboard.present import values
 from durable import engine
 from durable.graphs import example_input, graph_names
+from durable.redaction import redact, restore
 
 
 class GraphInputForm(forms.Form):
@@ -128,7 +129,10 @@ class ForkForm(forms.Form):
     are sent (an empty box keeps its key as it is), so values the console cannot show
     as JSON stay as they are. After validation ``values`` is ``{key: value}`` of the
     changed keys, or ``None`` when none changed (the update then only counts as
-    ``as_node``)."""
+    ``as_node``).
+
+    Sensitive values (``durable.redaction``) start masked, and a mask sent back where
+    the form showed it keeps the stored value: the mask is never written."""
 
     as_node = forms.ChoiceField(
         label="Update as node (as_node)",
@@ -153,12 +157,13 @@ class ForkForm(forms.Form):
         self.shape = shape
         self.current = current
         self.keys = []
+        shown = redact(current)
         for key in shape.state_keys:
             combined = key in shape.combined_keys
             start = (
                 ""
                 if combined or key not in current
-                else json.dumps(current[key], indent=2, ensure_ascii=False)
+                else json.dumps(shown[key], indent=2, ensure_ascii=False)
             )
             if key in prefill:
                 start = json.dumps(prefill[key], indent=2, ensure_ascii=False)
@@ -212,6 +217,8 @@ class ForkForm(forms.Form):
             except forms.ValidationError as exc:
                 self.add_error(key.field.name, exc)
                 continue
+            if key.present:
+                value = restore(value, self.current[key.key])
             if key.combined or not key.present or value != self.current[key.key]:
                 values[key.key] = value
         self.values = values or None

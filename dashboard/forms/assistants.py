@@ -11,6 +11,7 @@ from dashboard.forms.actions import GraphInputForm
 from dashboard.forms.fields import no_nul, parse_json
 from durable.graphs import example_input, graph_names
 from durable.models import NAME_MAX_LENGTH
+from durable.redaction import redact, restore
 
 # What an engine refusal names (``durable.engine.assistant_configs``), by the form field
 # it is shown on: a path below config (``config.configurable.user``) on ``config``.
@@ -54,11 +55,13 @@ class AssistantForm(forms.Form):
                 "graph_id": assistant.graph_id,
                 "name": assistant.name,
                 "description": assistant.description or "",
-                "config": _pretty(assistant.config),
-                "context": _pretty(assistant.context),
-                "metadata": _pretty(assistant.metadata),
+                # Masked (``durable.redaction``); a mask sent back keeps the value.
+                "config": _pretty(redact(assistant.config)),
+                "context": _pretty(redact(assistant.context)),
+                "metadata": _pretty(redact(assistant.metadata)),
             }
         super().__init__(data, initial=initial)
+        self.assistant = assistant
         self.fields["graph_id"].choices = [(n, n) for n in graph_names()]
 
     def _object(self, name: str) -> dict:
@@ -66,6 +69,8 @@ class AssistantForm(forms.Form):
         value = parse_json(text, f"The {name} is")
         if not isinstance(value, dict):
             raise forms.ValidationError(f"The {name} must be a JSON object.")
+        if self.assistant is not None:
+            value = restore(value, getattr(self.assistant, name))
         return value
 
     def clean_config(self):

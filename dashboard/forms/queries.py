@@ -65,6 +65,13 @@ class DiffForm(NamespaceForm):
     )
 
 
+class RevealForm(NamespaceForm):
+    """The one masked value to reveal: its dotted ``path`` in the state
+    (``durable.redaction.masked_paths``)."""
+
+    path = forms.CharField(max_length=1000, strip=False)
+
+
 class JsonForm(NamespaceForm):
     """``?key=``: the one state value to download whole; empty for the whole checkpoint."""
 

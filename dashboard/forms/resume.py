@@ -18,6 +18,7 @@ from dashboard.forms.schema_form import SchemaFields
 from dashboard.present import interrupts, values
 from durable import engine
 from durable.engine import checks
+from durable.redaction import MASK, redact, redact_under, restore
 
 
 @dataclass
@@ -180,7 +181,8 @@ class ResumeForm(forms.Form):
         if "edit" in action.allowed:
             if action.specs is not None:
                 card.inputs = self._inputs(f"arg-{prefix}", action.specs)
-            initial = json.dumps(action.args, indent=2, ensure_ascii=False)
+            # Shown masked; a mask sent back unchanged keeps the value (``_hitl_args``).
+            initial = json.dumps(redact(action.args), indent=2, ensure_ascii=False)
             card.args_too_large = len(initial) > values.EDIT_LIMIT
             card.args = self._add(
                 f"args-{prefix}",
@@ -228,7 +230,7 @@ class ResumeForm(forms.Form):
                         required=False,
                         strip=False,
                         label=spec.key,
-                        initial="" if spec.too_large else spec.initial_text,
+                        initial="" if spec.too_large else _shown_arg(spec),
                     ),
                 ),
             )
@@ -303,6 +305,7 @@ class ResumeForm(forms.Form):
         if card.args_too_large and not cleaned.get(key):
             raise error_on(key, "These arguments are too large to edit here.")
         args = field_error(key, parse_json, cleaned.get(key) or "", "The arguments are")
+        args = restore(args, card.action.args)
         if not isinstance(args, dict):
             raise error_on(key, "The arguments must be a JSON object.")
         _check_args(args, schema, {}, fallback=key)
@@ -334,6 +337,8 @@ class ResumeForm(forms.Form):
             name = arg.field.html_name
             if name not in self.data:
                 continue
+            if self.data[name] == MASK:
+                continue  # shown masked and sent back unchanged: the value stays
             try:
                 value = _parse_arg(arg.spec, self.data[name])
             except forms.ValidationError as exc:
@@ -341,6 +346,8 @@ class ResumeForm(forms.Form):
                 continue
             if value is _OMIT:
                 args.pop(arg.spec.key, None)
+            elif arg.spec.key in original:
+                args[arg.spec.key] = restore(value, original[arg.spec.key])
             else:
                 args[arg.spec.key] = value
         if errors:
@@ -351,6 +358,17 @@ class ResumeForm(forms.Form):
 # Decisions this form can make; "respond" (the human acting as the tool) is not offered yet.
 SUPPORTED_DECISIONS = ("approve", "edit", "reject")
 _OMIT = object()
+
+
+def _shown_arg(spec: interrupts.ArgSpec) -> str:
+    """What an argument's input starts with: its value, or ``MASK`` for a sensitive one
+    (``durable.redaction``)."""
+    shown = redact_under(spec.key, spec.initial)
+    if shown == spec.initial:
+        return spec.initial_text
+    if shown == MASK:
+        return MASK
+    return json.dumps(shown, indent=2, ensure_ascii=False)
 
 
 def _parse_arg(spec: interrupts.ArgSpec, text: str) -> Any:

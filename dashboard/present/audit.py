@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Iterator
 
 from durable.models import AuditEvent
+from durable.redaction import redact
 
 CSV_COLUMNS = [
     "created_at",
@@ -39,9 +40,12 @@ def decisions(event: AuditEvent) -> str:
     reason>``, ``edit pay_expense: <the edited arguments as JSON>``, ``response to
     <action>: <text>``, ``answer: <JSON>``..., joined by ``; ``; for an assistant's event
     (``durable.engine.assistant_configs``), the assistant and the version it left
-    latest: ``Ann (<assistant_id>, graph options): version 2``; ``""`` for an event that
-    answered nothing."""
-    detail = event.detail if isinstance(event.detail, dict) else {}
+    latest: ``Ann (<assistant_id>, graph options): version 2``; for a reveal, the path
+    revealed (``revealed payment.card_number``); ``""`` for an event that answered
+    nothing."""
+    detail = redact(event.detail) if isinstance(event.detail, dict) else {}
+    if event.action == AuditEvent.Action.REVEAL:
+        return f"revealed {detail.get('path')}"
     if "assistant_id" in detail:
         return (
             f"{detail.get('name')} ({detail['assistant_id']}, graph {detail.get('graph_id')}): "
@@ -84,7 +88,7 @@ def _csv_row(event: AuditEvent) -> list:
     values["decision"] = decisions(event)
     values["tenant"] = event.tenant.slug if event.tenant else ""
     values["created_at"] = event.created_at.isoformat()
-    values["detail"] = json.dumps(event.detail, sort_keys=True, default=str)
+    values["detail"] = json.dumps(redact(event.detail), sort_keys=True, default=str)
     return [_cell(values[c]) for c in CSV_COLUMNS]
 
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 from dashboard.present import values
 from dashboard.present.links import checkpoint_url, json_url, query_params
 from durable import engine, history
+from durable.redaction import redact_text, redact_under
 
 
 def tasks(thread, snapshot, ns: str) -> list[dict]:
@@ -28,7 +29,9 @@ def tasks(thread, snapshot, ns: str) -> list[dict]:
         found.append(
             {
                 "task": task,
-                "error": f"{type(task.error).__name__}: {task.error}" if task.error else "",
+                "error": (
+                    redact_text(f"{type(task.error).__name__}: {task.error}") if task.error else ""
+                ),
                 "interrupts": [(i.id, values.json_html(i.value)) for i in task.interrupts],
                 "result_html": values.json_html(task.result) if task.result else None,
                 "subgraph_url": (
@@ -44,14 +47,14 @@ def tasks(thread, snapshot, ns: str) -> list[dict]:
 
 def writes(snapshot, pending_writes) -> list[dict]:
     """``pending_writes`` (``(task_id, channel, value)``) with their task's name and the
-    value's HTML."""
+    value's HTML (masked as the state key ``channel`` is)."""
     names = {t.id: t.name for t in snapshot.tasks}
     return [
         {
             "task": names.get(task_id, ""),
             "task_id": task_id,
             "channel": channel,
-            "html": values.json_html(value),
+            "html": values.json_html(redact_under(channel, value)),
         }
         for task_id, channel, value in pending_writes
     ]

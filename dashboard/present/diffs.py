@@ -12,9 +12,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from durable.diffs import ADDED, CHANGED, REMOVED, Change, changes, path_text
+from durable.redaction import MASK, masked_paths, value_at
 from durable.values import pretty
 
-__all__ = ["ADDED", "CHANGED", "REMOVED", "Change", "Line", "changes", "path_text", "side_by_side"]
+__all__ = [
+    "ADDED",
+    "CHANGED",
+    "REMOVED",
+    "Change",
+    "Line",
+    "changes",
+    "masked_changes",
+    "path_text",
+    "side_by_side",
+]
 
 CONTEXT_LINES = 3
 
@@ -29,6 +40,20 @@ class Line:
     a_text: str = ""
     b_no: int | None = None
     b_text: str = ""
+
+
+def masked_changes(a: Any, b: Any) -> list[Change]:
+    """The sensitive values (``durable.redaction``) that differ from state ``a`` to
+    state ``b`` though both are masked: a diff of the masked states shows them equal, so
+    each is a ``changed`` path with ``MASK`` on both sides."""
+    in_b = set(masked_paths(b))
+    return [
+        Change(
+            CHANGED, path_text([int(p) if p.isdigit() else p for p in path.split(".")]), MASK, MASK
+        )
+        for path in masked_paths(a)
+        if path in in_b and value_at(a, path) != value_at(b, path)
+    ]
 
 
 def side_by_side(a: Any, b: Any, context: int = CONTEXT_LINES) -> list[Line]:

@@ -8,6 +8,7 @@ import json
 from django.utils import timezone
 
 from durable.models import Run, RunEvent
+from durable.redaction import redact
 
 
 def elapsed(run: Run):
@@ -40,15 +41,17 @@ def describe(event: RunEvent) -> dict:
     """One event for the page: ``seq``, ``time``, ``kind`` (lifecycle, started,
     finished, failed, interrupted, update, custom; or the stream mode an API client
     asked the run to record: values, token, events, debug, checkpoints), ``what`` (a
-    sentence), ``ns`` and ``data`` (the JSON, shown on demand)."""
-    kind, what = _summary(event.event, event.data)
+    sentence), ``ns`` and ``data`` (the JSON, shown on demand); masked
+    (``durable.redaction``)."""
+    data = redact(event.data)
+    kind, what = _summary(event.event, data)
     return {
         "seq": event.seq,
         "time": event.created_at,
         "kind": kind,
         "what": what,
         "ns": event.ns,
-        "data": event.data,
+        "data": data,
     }
 
 

@@ -15,6 +15,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import JsonLexer
 
+from durable.redaction import redact
 from durable.values import is_message, jsonable, pretty
 
 # What a page shows of one value (``shorten``): a state can hold megabytes (a document,
@@ -51,7 +52,8 @@ class Shown:
 
 
 def shorten(value: Any) -> tuple[Any, bool]:
-    """A JSON-safe copy of ``value`` for display, with strings past ``STRING_LIMIT``
+    """A JSON-safe copy of ``value`` for display, its sensitive values masked
+    (``durable.redaction``), with strings past ``STRING_LIMIT``
     characters and lists or objects past ``ITEMS_LIMIT`` items cut, each cut marked
     ("… [+N characters]", "… [+N items]"); and whether anything was cut."""
     cut = False
@@ -78,7 +80,7 @@ def shorten(value: Any) -> tuple[Any, bool]:
             return kept
         return item
 
-    return walk(jsonable(value)), cut
+    return walk(jsonable(redact(value))), cut
 
 
 def shown(value: Any) -> Shown:
@@ -152,9 +154,11 @@ class StateKey:
 
 
 def state_keys(values: Any) -> list[StateKey]:
-    """Each key of a state's ``values`` (a dict; anything else is one key, ``value``)."""
+    """Each key of a state's ``values`` (a dict; anything else is one key, ``value``),
+    masked as a whole (``durable.redaction``: paths start at the state)."""
     if not isinstance(values, dict):
         values = {"value": values}
+    values = redact(values)
     return [_state_key(str(key), value) for key, value in values.items()]
 
 

@@ -17,6 +17,7 @@ from dashboard.forms import ForkForm, ReplayForm, refusal
 from dashboard.http import see_other
 from dashboard.present import checkpoint
 from durable import engine
+from durable.redaction import redact
 from durable.values import jsonable
 
 
@@ -84,6 +85,8 @@ def fork(request, pk: int, checkpoint_id: str):
     context = {
         "thread": thread,
         "snapshot": snapshot,
+        # Masked as a whole, so that paths match from the state's root.
+        "shown_values": redact(current),
         "checkpoint_id": checkpoint_id,
         "form": form,
         "writers": wrote,

@@ -24,6 +24,7 @@ from dashboard.http import see_other
 from dashboard.present.diffs import changes
 from durable import engine
 from durable.graphs import graph_names
+from durable.redaction import redact
 
 VERSIONS_SHOWN = 50
 ASSISTANTS_PER_PAGE = 50
@@ -183,8 +184,10 @@ def assistant_diff(request, assistant_id):
         context |= {
             "a": a,
             "b": b,
+            # Masked before they are compared (``durable.redaction``).
             "changes": changes(
-                {k: getattr(a, k) for k in COMPARED}, {k: getattr(b, k) for k in COMPARED}
+                redact({k: getattr(a, k) for k in COMPARED}),
+                redact({k: getattr(b, k) for k in COMPARED}),
             ),
             "a_label": f"In version {a.version}",
             "b_label": f"In version {b.version}",

@@ -10,15 +10,23 @@ from __future__ import annotations
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import access
-from dashboard.forms import DiffForm, JsonForm, NamespaceForm, PictureForm, form_errors
+from dashboard.forms import (
+    DiffForm,
+    JsonForm,
+    NamespaceForm,
+    PictureForm,
+    RevealForm,
+    form_errors,
+)
 from dashboard.http import render_page
 from dashboard.present import checkpoint, diffs, graph, values
 from dashboard.present.links import json_url, query_params
 from durable import engine, history, snapshots
-from durable.values import jsonable
+from durable.redaction import masked_paths, redact, redact_under
+from durable.values import jsonable, pretty
 
 
 def _snapshot(thread, checkpoint_id: str, ns: str):
@@ -50,6 +58,7 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
     keys = values.state_keys(snapshot.values)
     for key in keys:
         key.json_url = json_url(thread, checkpoint_id, ns, key.key)
+    may_reveal = access.may_reveal_here(request)
     context = {
         "thread": thread,
         "ns": ns,
@@ -64,6 +73,8 @@ def checkpoint_detail(request, pk: int, checkpoint_id: str):
         "parent_url": checkpoint.parent_url(thread, snapshot, ns),
         "children": checkpoint.children(thread, checkpoint_id, ns),
         "created_at": history.checkpoint_time(checkpoint_id),
+        "masked": masked_paths(snapshot.values),
+        "may_reveal": may_reveal,
         "graph_url": reverse("thread-graph", args=[thread.pk])
         + query_params(checkpoint=checkpoint_id if not ns else ""),
     }
@@ -78,7 +89,8 @@ def checkpoint_json(request, pk: int, checkpoint_id: str):
     (``durable.snapshots.checkpoint_download``: the thread's ids, values, next, tasks
     with their errors and interrupts, pending writes, metadata, config), or with ``key``
     one state value: what pages show cut
-    (``dashboard.present.values.shown``), whole. 404 for a key the state does not have."""
+    (``dashboard.present.values.shown``), whole; masked as pages are
+    (``durable.redaction``). 404 for a key the state does not have."""
     thread = access.thread_or_404(request, pk)
     form = JsonForm(request.GET)
     if not form.is_valid():
@@ -89,11 +101,39 @@ def checkpoint_json(request, pk: int, checkpoint_id: str):
         values = snapshot.values if isinstance(snapshot.values, dict) else {}
         if key not in values:
             raise Http404(f"The state has no key {key!r}.")
-        body = jsonable(values[key])
+        body = jsonable(redact_under(key, values[key]))
     else:
         writes = engine.pending_writes(thread, checkpoint_id, checkpoint_ns=ns)
-        body = snapshots.checkpoint_download(snapshot, thread, checkpoint_id, ns, writes)
+        body = redact(snapshots.checkpoint_download(snapshot, thread, checkpoint_id, ns, writes))
     return JsonResponse(body, safe=False, json_dumps_params={"indent": 2, "ensure_ascii": False})
+
+
+@require_POST
+def reveal_value(request, pk: int, checkpoint_id: str):
+    """``POST /threads/<pk>/checkpoints/<id>/reveal/`` (``path``, ``ns``): the one masked
+    state value at ``path``, for this response only (``durable.engine.reveal``, which
+    audits it): for htmx the inspector's ``revealed`` partial, else a page of its own.
+    403 for a member who is neither a tenant admin nor an auditor; 404 for a thread not
+    visible, a checkpoint not the thread's, or a path that is no masked value there."""
+    thread = access.thread_or_404(request, pk)
+    access.require_revealer(request)
+    form = RevealForm(request.POST)
+    if not form.is_valid():
+        raise Http404("No such namespace or path.")
+    path, ns = form.cleaned_data["path"], form.cleaned_data["ns"]
+    try:
+        value = engine.reveal(
+            thread, checkpoint_id, path, checkpoint_ns=ns, requested_by=request.user
+        )
+    except engine.InvalidRequest as exc:
+        raise Http404(exc.message) from None
+    context = {"thread": thread, "checkpoint_id": checkpoint_id, "path": path, "ns": ns}
+    context["value_html"] = values.highlighted(pretty(value))
+    template = "dashboard/checkpoint.html#revealed" if request.htmx else "dashboard/revealed.html"
+    response = render(request, template, context)
+    # Shown once: no cache (the browser's, or a proxy's) keeps it.
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 # -- the diff -----------------------------------------------------------------------------
@@ -115,8 +155,13 @@ def checkpoint_diff(request, pk: int):
         "ns": ns,
         "a": checkpoint.diff_side(thread, a, a_id, ns),
         "b": checkpoint.diff_side(thread, b, b_id, ns),
-        "changes": diffs.changes(a.values, b.values),
-        "lines": diffs.side_by_side(a.values, b.values),
+        # Masked before they are compared; a secret that changed is named, masked.
+        "changes": sorted(
+            diffs.changes(redact(a.values), redact(b.values))
+            + diffs.masked_changes(a.values, b.values),
+            key=lambda c: c.path,
+        ),
+        "lines": diffs.side_by_side(redact(a.values), redact(b.values)),
         "swap_url": reverse("diff", args=[thread.pk]) + query_params(a=b_id, b=a_id, ns=ns),
     }
     return render(request, "dashboard/diff.html", context)

@@ -15,6 +15,7 @@ from durable import engine, sse
 from durable.db import borrow
 from durable.engine import follow
 from durable.models import Run
+from durable.redaction import redact
 
 # The newest events a run page shows; older ones are counted, not listed.
 EVENTS_SHOWN = 200
@@ -48,10 +49,11 @@ async def _run_event_stream(pk: int, after: int):
 @require_GET
 def run_event(request, pk: int, seq: int):
     """``/runs/<pk>/events/<seq>/``: one event of the run as JSON, whole (the run page
-    shows long ones shortened). 404 for a run the request may not see."""
+    shows long ones shortened), masked (``durable.redaction``). 404 for a run the
+    request may not see."""
     run = get_object_or_404(access.runs(request), pk=pk)
     event = get_object_or_404(run.events, seq=seq)
-    body = {"seq": event.seq, "event": event.event, "ns": event.ns, "data": event.data}
+    body = {"seq": event.seq, "event": event.event, "ns": event.ns, "data": redact(event.data)}
     return JsonResponse(body, json_dumps_params={"indent": 2, "ensure_ascii": False})
 
 

@@ -27,6 +27,7 @@ from dashboard.present.links import json_url
 from dashboard.present.threads import status_tabs
 from dashboard.present.tree import tree_context
 from durable import engine, history
+from durable.redaction import redact
 
 THREADS_PER_PAGE = 50
 
@@ -91,6 +92,7 @@ def _threads_context(request) -> dict:
     counts = history.checkpoint_counts(t.thread_id for t in page.rows)
     for thread in page.rows:
         thread.checkpoint_count = counts.get(thread.thread_id, 0)
+        thread.metadata = redact(thread.metadata)  # shown, never saved
     return {
         "filter": filterset,
         "filter_errors": [],

@@ -1,8 +1,11 @@
 """The admin of threads, runs and run events. Runs and events are read-only; threads are
 deleted and pruned only by retention's actions (through the saver), never by Django's
-own delete, which would leave the checkpoint rows behind."""
+own delete, which would leave the checkpoint rows behind. The JSON a run and an event
+keep is shown masked (``durable.redaction``), as the console shows it."""
 
 from __future__ import annotations
+
+import json
 
 from django.contrib import admin
 from django.db.models import QuerySet
@@ -11,6 +14,25 @@ from durable import retention
 from durable.admin.actions import confirm_retention
 from durable.admin.scoping import ReadOnly, TenantScoped
 from durable.models import GraphVersion, Run, RunEvent, Thread
+from durable.redaction import redact
+
+# The JSON columns of runs and events that can hold state values.
+MASKED = ("input", "command", "metadata", "config", "context", "interrupts", "data")
+
+
+def _masked(name: str):
+    """A read-only admin field showing column ``name`` masked, as ``masked_<name>``."""
+
+    @admin.display(description=name)
+    def show(self, obj):
+        return json.dumps(redact(getattr(obj, name)), ensure_ascii=False, default=str)
+
+    show.__name__ = f"masked_{name}"
+    return show
+
+
+def _shown(model) -> list[str]:
+    return [f"masked_{f.name}" if f.name in MASKED else f.name for f in model._meta.fields]
 
 
 class RunInline(ReadOnly, admin.TabularInline):
@@ -96,8 +118,10 @@ class RunAdmin(TenantScoped, ReadOnly, admin.ModelAdmin):
     )
     list_filter = ("status", "kind", "graph", "durability", "thread__tenant")
     search_fields = ("=id", "thread__name", "=thread__thread_id", "requested_by", "worker")
-    readonly_fields = [f.name for f in Run._meta.fields]
+    fields = readonly_fields = _shown(Run)
     list_select_related = ("thread",)
+    masked_input, masked_command, masked_metadata = map(_masked, MASKED[:3])
+    masked_config, masked_context, masked_interrupts = map(_masked, MASKED[3:6])
 
 
 @admin.register(RunEvent)
@@ -107,7 +131,8 @@ class RunEventAdmin(TenantScoped, ReadOnly, admin.ModelAdmin):
     list_filter = ("event",)
     # Events of one run: search for its id (a run has thousands: one page at a time).
     search_fields = ("=run__id",)
-    readonly_fields = [f.name for f in RunEvent._meta.fields]
+    fields = readonly_fields = _shown(RunEvent)
+    masked_data = _masked("data")
     ordering = ("run", "seq")
     show_full_result_count = False
 

@@ -20,12 +20,39 @@ from ninja.renderers import JSONRenderer
 from durable import engine
 from durable.api.document import describe_refusals
 from durable.models import Run, Thread
+from durable.redaction import redact
 
 logger = logging.getLogger(__name__)
 
+
+# The routes that describe a graph (its drawing, its JSON schemas) rather than carry
+# values: a schema's property named ``api_key`` is no secret, and masking it would break
+# the schema.
+DESCRIBING_ROUTES = frozenset(
+    {
+        "get_assistant_graph",
+        "get_assistant_schemas",
+        "get_assistant_subgraphs",
+        "get_assistant_subgraphs_at",
+    }
+)
+
+
+class RedactingRenderer(JSONRenderer):
+    """ninja's JSON renderer, every answer but a graph's description first passed
+    through ``durable.redaction.redact``: no sensitive value of a state, a history, an
+    interrupt, a run, a thread, an assistant or the store reaches a client."""
+
+    def render(self, request, data, *, response_status):
+        match = getattr(request, "resolver_match", None)
+        if match is None or match.url_name not in DESCRIBING_ROUTES:
+            data = redact(data)
+        return super().render(request, data, response_status=response_status)
+
+
 # One renderer for every JSON answer: the API's, for what routes return, and
 # ``json_response``'s, for the answers routes and handlers build themselves.
-RENDERER = JSONRenderer()
+RENDERER = RedactingRenderer()
 
 
 class ApiError(Exception):

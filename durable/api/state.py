@@ -22,6 +22,8 @@ from durable.api.schemas import (
     chosen_checkpoint,
 )
 from durable.models import Thread
+from durable.redaction import restore
+from durable.values import jsonable
 
 state = Router(tags=["threads"])
 
@@ -63,7 +65,8 @@ def update_state(request, thread_id: ThreadId, body: StateUpdate):
     branches off that one. Returns ``{"checkpoint": ...}``, the new checkpoint. The
     thread's status follows it, as the Agent Server's does: ``error`` if the thread's
     last run failed, else ``interrupted`` if the new checkpoint has next tasks, else
-    ``idle``."""
+    ``idle``. A value still equal to the mask answers showed (``[redacted]``) where the
+    checkpoint has a value keeps that value."""
     thread = access.thread(request, thread_id)
     may_change(request)
     checkpoint_id = chosen_checkpoint(body)
@@ -76,8 +79,13 @@ def update_state(request, thread_id: ThreadId, body: StateUpdate):
         checkpoint_id = latest
     field = "checkpoint.checkpoint_id" if body.checkpoint else "checkpoint_id"
     try:
+        values = body.values
+        if isinstance(values, dict):
+            # A client sending back the masked state it read keeps the stored values.
+            stored = jsonable(engine.state_at(thread, checkpoint_id).values)
+            values = restore(values, stored)
         forked = engine.fork(
-            thread, checkpoint_id, body.values, as_node=body.as_node, requested_by=caller(request)
+            thread, checkpoint_id, values, as_node=body.as_node, requested_by=caller(request)
         )
     except engine.InvalidRequest as exc:
         if exc.field == "checkpoint_id":

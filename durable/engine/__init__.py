@@ -25,6 +25,7 @@ the one rule every surface that starts runs calls), ``find_assistant``,
 ``deployed_version`` (``durable.engine.versions``: a graph's structure as deployed).
 How a thread stands, with its next action (``durable.engine.diagnosis``): ``diagnose``,
 ``filter_threads``, ``DIAGNOSES``.
+One masked value of a checkpoint, audited (``durable.engine.reveal``): ``reveal``.
 Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
 
 Below them, the engine's own modules: ``policy`` (queueing rules, no broker), ``queue``
@@ -71,6 +72,7 @@ from durable.engine.operations import (
     update_thread_metadata,
 )
 from durable.engine.policy import active_run
+from durable.engine.reveal import reveal
 from durable.engine.state import (
     GraphShape,
     config_for,
@@ -123,6 +125,7 @@ __all__ = [
     "delete_cron",
     "fire",
     "active_run",
+    "reveal",
     "config_for",
     "thread_state",
     "state_at",

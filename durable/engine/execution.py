@@ -38,6 +38,7 @@ from durable.graphs import get_graph, thread_graph
 from durable.history import newest_checkpoint_id, root_checkpoints
 from durable.models import Run, RunEvent
 from durable.persistence.metadata import MetadataKeyEquals
+from durable.redaction import redact_text
 from durable.values import jsonable
 
 logger = logging.getLogger(__name__)
@@ -72,7 +73,11 @@ def execute(run_id: int, *, worker: str = "") -> str:
     except Exception as exc:  # e.g. a graph no longer registered: end it, not retry it
         logger.exception("run %s cannot start", run.pk)
         return sql.retrying(
-            end, run, Run.Status.ERROR, error_type=type(exc).__name__, error_message=str(exc)
+            end,
+            run,
+            Run.Status.ERROR,
+            error_type=type(exc).__name__,
+            error_message=redact_text(str(exc)),
         )
     return execution.execute()
 
@@ -157,7 +162,8 @@ class _Execution:
         return self._finish(
             Run.Status.ERROR,
             error_type=type(exc).__name__,
-            error_message=str(exc),
+            # What the run's page and answers show: sensitive values masked.
+            error_message=redact_text(str(exc)),
             error_node=self.error_node,
         )
 

@@ -27,6 +27,7 @@ from durable.engine.checks import InvalidRequest
 from durable.engine.options import check_webhook
 from durable.engine.state import thread_state
 from durable.models import Run
+from durable.redaction import redact
 from durable.values import jsonable
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,8 @@ _OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 def payload(run: Run) -> dict[str, Any]:
-    """What is posted for ``run`` (ended, with its ``thread``), as JSON-safe values."""
+    """What is posted for ``run`` (ended, with its ``thread``), as JSON-safe values,
+    sensitive ones masked (``durable.redaction``) as in every API answer."""
     body: dict[str, Any] = {
         "run_id": str(run.pk),
         "thread_id": run.thread.name,
@@ -62,7 +64,7 @@ def payload(run: Run) -> dict[str, Any]:
     }
     if run.status == Run.Status.ERROR:
         body["error"] = {"error": run.error_type, "message": run.error_message}
-    return json.loads(json.dumps(body, cls=DjangoJSONEncoder))
+    return redact(json.loads(json.dumps(body, cls=DjangoJSONEncoder)))
 
 
 def post(run_id: int) -> bool:

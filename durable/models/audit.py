@@ -43,6 +43,7 @@ class AuditEvent(models.Model):
         TOKEN_CREATE = "token_create"
         TOKEN_REVOKE = "token_revoke"
         LOGIN = "login"
+        REVEAL = "reveal"
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     tenant = models.ForeignKey(

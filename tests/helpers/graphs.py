@@ -40,6 +40,7 @@ GRAPHS = {
     **DRIFT_GRAPHS,
     "coin": "tests.helpers.divergence_graphs.build_coin",
     "steady": "tests.helpers.divergence_graphs.build_steady",
+    "redaction": "tests.helpers.redaction_graphs.build_redaction",
 }
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.

@@ -48,6 +48,7 @@ CONSOLE = {
     "run": ("GET", "run", False),
     "run-event": ("GET", "event", False),
     "checkpoint-json": ("GET", "checkpoint", False),
+    "reveal": ("POST", "checkpoint", True),
     "cancel-run": ("POST", "run", True),
     "store": ("GET", "tenant", False),
     "audit": ("GET", "tenant", False),
