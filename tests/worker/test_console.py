@@ -169,7 +169,7 @@ def test_the_live_section_follows_the_run_only_while_it_is_active(client):
     assert fragment.lstrip().startswith('<section id="live"')
     assert "<html" not in fragment
     assert "sse:updates" in fragment
-    assert 'poll" data-poll-ms="1000"' in fragment  # static/dashboard/live.js polls
+    assert 'poll, every 5s" data-poll-ms="1000"' in fragment  # static/dashboard/live.js polls
     Run.objects.filter(pk=run.pk).update(status="success")
     assert "hx-trigger" not in client.get(url, headers=headers).content.decode()
     assert "sse-connect" not in client.get(url).content.decode()
