@@ -137,6 +137,55 @@ def runs_chart(buckets: list[stats.Bucket], window: stats.Window) -> dict:
 
 
 @dataclass
+class Point:
+    """One bucket's p50 and p95 run duration, drawn as two dots joined by a line."""
+
+    timing: stats.BucketTiming
+    label: str
+    x: float
+    y50: float
+    y95: float
+    p50: str
+    p95: str
+    href: str
+    title: str
+
+
+def duration_chart(timings: list[stats.BucketTiming], window: stats.Window, now) -> dict:
+    """The p50 and p95 duration of each bucket with ended runs, placed as the runs
+    chart places its buckets: ``points``, ``top`` (seconds, the y axis' highest)."""
+    start, _ = window.bounds(now)
+    step = WIDTH / int(window.span / window.step)
+    top = max([t.p95 for t in timings] + [1.0])
+    points = []
+    for t in timings:
+        index = int((t.start - start) / window.step)
+        when = f"{label(t.start, window)}–{label(t.end, window)} UTC"
+        points.append(
+            Point(
+                t,
+                label(t.start, window),
+                LEFT + index * step + step / 2,
+                HEIGHT - HEIGHT * t.p50 / top,
+                HEIGHT - HEIGHT * t.p95 / top,
+                seconds_text(t.p50),
+                seconds_text(t.p95),
+                runs_url(t.start, t.end),
+                f"{t.runs} run{'s' if t.runs != 1 else ''} created {when}: "
+                f"p50 {seconds_text(t.p50)}, p95 {seconds_text(t.p95)}",
+            )
+        )
+    return {
+        "points": points,
+        "top": seconds_text(top),
+        "width": LEFT + WIDTH,
+        "height": HEIGHT + BOTTOM,
+        "plot_height": HEIGHT,
+        "left": LEFT,
+    }
+
+
+@dataclass
 class Bar:
     label: str
     value: int
@@ -262,6 +311,9 @@ def operations_context(threads, window: stats.Window, now: datetime) -> dict:
         "end": end,
         "runs_chart": runs_chart(stats.runs_per_bucket(runs, window, now), window),
         "timings": timing_rows(stats.timings(runs, window, now), start, end),
+        "duration_chart": duration_chart(
+            stats.durations_per_bucket(runs, window, now), window, now
+        ),
         "waiting": waiting,
         "waiting_chart": waiting_chart(waiting),
         "sizes": size_charts(stats.largest_threads(threads, window, now)),

@@ -188,6 +188,42 @@ def timings(runs: QuerySet[Run], window: Window, now: datetime) -> list[Timing]:
     ]
 
 
+@dataclass
+class BucketTiming:
+    """Run duration in one bucket: its runs that ended, p50 and p95 in seconds."""
+
+    start: datetime
+    end: datetime
+    runs: int
+    p50: float
+    p95: float
+
+
+def durations_per_bucket(runs: QuerySet[Run], window: Window, now: datetime) -> list[BucketTiming]:
+    """The run duration of each bucket that holds an ended run, oldest first, over the
+    newest ``SAMPLE`` ended runs of the window."""
+    start, end = window.bounds(now)
+    ran = (
+        runs_created(runs, start, end)
+        .filter(started_at__isnull=False, ended_at__isnull=False)
+        .order_by("-created_at")
+        .values_list("created_at", "started_at", "ended_at")
+    )
+    by_bucket: dict[int, list[float]] = defaultdict(list)
+    for created, started, ended in ran[:SAMPLE]:
+        by_bucket[int((created - start) / window.step)].append((ended - started).total_seconds())
+    return [
+        BucketTiming(
+            start + i * window.step,
+            start + (i + 1) * window.step,
+            len(values),
+            percentile(values, 0.5),
+            percentile(values, 0.95),
+        )
+        for i, values in sorted(by_bucket.items())
+    ]
+
+
 # -- interrupts waiting ------------------------------------------------------------------
 
 AGE_BANDS = (

@@ -59,6 +59,9 @@ def test_the_runs_chart_counts_and_its_bars_open_the_threads_they_count(page, we
     expect(page.get_by_test_id("table-errors")).to_contain_text(
         "expense_approval · request_approval"
     )
+    points = page.get_by_test_id("chart-duration").locator("a.point-link")
+    expect(points).to_have_count(1)
+    expect(points).to_have_attribute("data-p95", "8.0 s")
     shot(page, "operations-hour")
 
     chart.locator(f'a[data-bucket="{bucket}"][data-status="success"] rect').click()

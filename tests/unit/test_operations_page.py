@@ -127,6 +127,26 @@ def test_percentiles_are_nearest_rank_of_duration_and_queue_wait():
     assert timings[""].runs == 21
 
 
+def test_the_duration_chart_has_a_point_per_bucket_with_ended_runs(client):
+    a, b = seeded_thread("a"), seeded_thread("b")
+    early, late = minute_ago(30), minute_ago(4)
+    for seconds in (2, 4, 6, 40):
+        seeded_run(a, "success", early, wait=1, duration=seconds)
+    seeded_run(b, "error", late, wait=1, duration=90)
+    seeded_run(b, "pending", minute_ago(2))  # not ended: no point
+    text = page(client)
+    drawn = bars(text, "duration")
+    assert [(d["data-bucket"], d["data-p50"], d["data-p95"]) for d in drawn] == [
+        (label(early), "4.0 s", "40.0 s"),
+        (label(late), "1.5 min", "1.5 min"),
+    ]
+    assert table(text, "table-duration")[1:] == [
+        [label(early), "4", "4.0 s", "40.0 s"],
+        [label(late), "1", "1.5 min", "1.5 min"],
+    ]
+    assert listed(client, drawn[0]["href"]) == {"a"}
+
+
 def test_a_foreign_tenants_runs_are_not_counted(client, globex):
     mine = seeded_thread("mine")
     theirs = seeded_thread("theirs", tenant=globex)
