@@ -305,3 +305,39 @@ def test_every_tenant_is_for_a_staff_auditor_only(client, globex):
 def test_the_navigation_links_to_the_page(client):
     text = client.get(reverse("threads")).content.decode()
     assert f'<a href="{reverse("operations")}">Operations</a>' in text
+
+
+def test_a_bad_run_filter_on_the_threads_list_is_a_400_naming_it(client):
+    response = client.get(reverse("threads") + "?run_status=lost&run_after=yesterday")
+    assert response.status_code == 400
+    text = html.unescape(response.content.decode())
+    assert "With a run of status: Select a valid choice. lost is not one of" in text
+    assert "With a run created at or after: Enter a valid date/time." in text
+
+
+def test_the_page_reads_as_many_rows_however_many_threads_there_are(client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as seen:
+            page(client)
+        return len(seen)
+
+    first = seeded_thread("first", status="interrupted")
+    stored(first, checkpoints=2, blob_bytes=10)
+    seeded_run(first, "error", minute_ago(3), wait=1, duration=1, error_node="n", attempt=2)
+    few = queries()
+    for i in range(30):
+        thread = seeded_thread(f"t{i}", status="interrupted")
+        stored(thread, checkpoints=2, blob_bytes=10 + i)
+        seeded_run(
+            thread,
+            "error",
+            minute_ago(i % 50),
+            wait=1,
+            duration=i,
+            error_node=f"n{i % 3}",
+            attempt=2,
+        )
+    assert queries() == few
