@@ -231,27 +231,35 @@ def waiting_chart(waiting: stats.Waiting) -> dict:
     return bars(items)
 
 
-def size_charts(largest: dict) -> dict:
+def thread_name(thread: Thread, every_tenant: bool) -> str:
+    """A thread's name, after its tenant's slug when the page counts every tenant."""
+    return f"{thread.tenant.slug}/{thread.name}" if every_tenant else thread.name
+
+
+def size_charts(largest: dict, every_tenant: bool = False) -> dict:
     def thread_url(size: stats.Size) -> str:
         return reverse("thread", args=[size.thread.pk])
 
+    def name(size: stats.Size) -> str:
+        return thread_name(size.thread, every_tenant)
+
     by_bytes = [
         Bar(
-            s.thread.name,
+            name(s),
             s.bytes,
             size_text(s.bytes),
             thread_url(s),
-            f"{s.thread.name}: {s.bytes} bytes stored",
+            f"{name(s)}: {s.bytes} bytes stored",
         )
         for s in largest["bytes"]
     ]
     by_count = [
         Bar(
-            s.thread.name,
+            name(s),
             s.checkpoints,
             str(s.checkpoints),
             thread_url(s),
-            f"{s.thread.name}: {s.checkpoints} checkpoints",
+            f"{name(s)}: {s.checkpoints} checkpoints",
         )
         for s in largest["checkpoints"]
     ]
@@ -299,8 +307,11 @@ def timing_rows(timings: list[stats.Timing], start: datetime, end: datetime) -> 
     ]
 
 
-def operations_context(threads, window: stats.Window, now: datetime) -> dict:
-    """Everything the page shows for ``threads`` (a scoped queryset) over ``window``."""
+def operations_context(
+    threads, window: stats.Window, now: datetime, every_tenant: bool = False
+) -> dict:
+    """Everything the page shows for ``threads`` (a scoped queryset) over ``window``;
+    thread names after their tenant's slug when ``every_tenant``."""
     runs = Run.objects.filter(thread__in=threads)
     start, end = window.bounds(now)
     waiting = stats.interrupts_waiting(threads, now)
@@ -316,9 +327,9 @@ def operations_context(threads, window: stats.Window, now: datetime) -> dict:
         ),
         "waiting": waiting,
         "waiting_chart": waiting_chart(waiting),
-        "sizes": size_charts(stats.largest_threads(threads, window, now)),
+        "sizes": size_charts(stats.largest_threads(threads, window, now), every_tenant),
         "recovered": recovered,
-        "recoveries": recoveries,
+        "recoveries": [(run, thread_name(run.thread, every_tenant)) for run in recoveries],
         "errors_chart": errors_chart(stats.errors_by_node(runs, window, now), start, end),
         "sample": stats.SAMPLE,
         "candidates": stats.CANDIDATES,

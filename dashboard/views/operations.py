@@ -30,7 +30,7 @@ def operations(request):
     every = form.cleaned_data["tenants"] == "all"
     threads = access.every_tenants_threads(request) if every else access.threads(request)
     context.update(
-        operations_context(threads, WINDOWS[form.cleaned_data["window"]], timezone.now()),
+        operations_context(threads, WINDOWS[form.cleaned_data["window"]], timezone.now(), every),
         every_tenant=every,
         chosen=form.cleaned_data,
     )

@@ -294,7 +294,9 @@ def largest_threads(threads: QuerySet[Thread], window: Window, now: datetime) ->
     start, _ = window.bounds(now)
     candidates = {
         t.thread_id: t
-        for t in threads.filter(updated_at__gte=start).order_by("-updated_at")[:CANDIDATES]
+        for t in threads.filter(updated_at__gte=start)
+        .select_related("tenant")
+        .order_by("-updated_at")[:CANDIDATES]
     }
     ids = list(candidates)
     sizes = {tid: Size(t) for tid, t in candidates.items()}
@@ -337,7 +339,9 @@ def recent_recoveries(runs: QuerySet[Run], window: Window, now: datetime) -> tup
     fault, ``durable.engine.recovery``)."""
     start, end = window.bounds(now)
     recovered = runs_created(runs, start, end).filter(attempt__gt=1)
-    newest = list(recovered.select_related("thread").order_by("-created_at", "-pk")[:RECENT])
+    newest = list(
+        recovered.select_related("thread__tenant").order_by("-created_at", "-pk")[:RECENT]
+    )
     return recovered.count(), newest
 
 

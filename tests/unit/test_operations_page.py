@@ -285,7 +285,8 @@ def test_a_bad_window_is_a_400_naming_the_field_in_the_layout(client):
 
 def test_every_tenant_is_for_a_staff_auditor_only(client, globex):
     theirs = seeded_thread("theirs", tenant=globex)
-    seeded_run(theirs, "error", minute_ago(10))
+    seeded_run(theirs, "error", minute_ago(10), attempt=3)
+    stored(theirs, checkpoints=1, blob_bytes=100)
     seeded_run(seeded_thread("mine"), "success", minute_ago(10))
     refused = client.get(reverse("operations") + "?tenants=all")
     assert refused.status_code == 400
@@ -300,6 +301,12 @@ def test_every_tenant_is_for_a_staff_auditor_only(client, globex):
     every = page(audrey, "?tenants=all")
     assert "Operations of every tenant" in every
     assert table(every, "table-runs")[-1][1:3] == ["1", "1"]
+    assert table(every, "table-bytes")[1:] == [["globex/theirs", "110"]]
+    assert table(every, "table-recoveries")[1][1] == "globex/theirs"
+    assert (
+        "table-recoveries" not in page(audrey)
+        and "globex" not in table(page(audrey), "table-bytes")[1][0]
+    )
 
 
 def test_the_navigation_links_to_the_page(client):
