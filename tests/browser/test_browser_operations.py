@@ -70,8 +70,13 @@ def test_the_runs_chart_counts_and_its_bars_open_the_threads_they_count(page, we
     expect(page.locator("#thread-results tr[data-thread-id]")).to_have_count(2)
     assert listed_threads(page) == ["late", "paid"]
     shot(page, "operations-bar-to-threads")
+    # The filter form keeps the run filter when another filter is added.
+    page.get_by_label("Thread id contains").fill("pa")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("#thread-results tr[data-thread-id]")).to_have_count(1)
+    assert listed_threads(page) == ["paid"]
 
-    page.go_back()
+    page.goto(f"{web.url}/operations/")
     page.get_by_test_id("chart-errors").locator("a.bar-link rect").click()
     expect(page.locator("#thread-results tr[data-thread-id]")).to_have_count(1)
     assert listed_threads(page) == ["broken"]
