@@ -348,3 +348,14 @@ def test_the_page_reads_as_many_rows_however_many_threads_there_are(client):
             attempt=2,
         )
     assert queries() == few
+
+
+def test_a_user_of_no_tenant_sees_nothing_counted(db):
+    from django.contrib.auth import get_user_model
+
+    seeded_run(seeded_thread("someone-elses"), "success", minute_ago(3))
+    nobody = Client()
+    nobody.force_login(get_user_model().objects.create_user("nobody", password="x-long-pass-1"))
+    text = page(nobody)
+    assert "You are not a member of any tenant yet" in text
+    assert "0 runs in the window." in text and "someone-elses" not in text
