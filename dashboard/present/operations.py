@@ -155,7 +155,7 @@ def duration_chart(timings: list[stats.BucketTiming], window: stats.Window, now)
     """The p50 and p95 duration of each bucket with ended runs, placed as the runs
     chart places its buckets: ``points``, ``top`` (seconds, the y axis' highest)."""
     start, _ = window.bounds(now)
-    step = WIDTH / int(window.span / window.step)
+    step = WIDTH / window.buckets
     top = max([t.p95 for t in timings] + [1.0])
     points = []
     for t in timings:

@@ -49,10 +49,14 @@ class Window:
         end = _floor(now, self.step) + self.step
         return end - self.span, end
 
+    @property
+    def buckets(self) -> int:
+        return int(self.span / self.step)
+
     def starts(self, now: datetime) -> list[datetime]:
-        start, end = self.bounds(now)
-        count = int(self.span / self.step)
-        return [start + i * self.step for i in range(count)]
+        """The start of each bucket, oldest first."""
+        start, _ = self.bounds(now)
+        return [start + i * self.step for i in range(self.buckets)]
 
 
 WINDOWS = {
