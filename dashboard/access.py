@@ -10,7 +10,7 @@ from django.shortcuts import get_object_or_404
 
 from durable.models import Assistant, AuditEvent, Cron, Run, Thread
 from durable.persistence.store import ScopedStore, tenant_store
-from durable.tenancy import may_act, may_reveal
+from durable.tenancy import is_auditor, may_act, may_reveal
 
 
 def threads(request) -> QuerySet[Thread]:
@@ -18,6 +18,18 @@ def threads(request) -> QuerySet[Thread]:
     if request.tenant is None:
         return Thread.objects.none()
     return Thread.objects.filter(tenant=request.tenant)
+
+
+def may_see_all_tenants(request) -> bool:
+    """Whether the request may read every tenant's threads at once: a staff auditor."""
+    return request.user.is_authenticated and is_auditor(request.user)
+
+
+def every_tenants_threads(request) -> QuerySet[Thread]:
+    """Every tenant's threads, for a staff auditor; otherwise ``PermissionDenied``."""
+    if not may_see_all_tenants(request):
+        raise PermissionDenied("Only a staff auditor may read every tenant.")
+    return Thread.objects.all()
 
 
 def runs(request) -> QuerySet[Run]:

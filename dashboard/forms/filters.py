@@ -17,8 +17,9 @@ from django.db.models import QuerySet
 
 from durable import engine
 from durable.engine.diagnosis import DIAGNOSES, filter_threads
+from durable.engine.operations_stats import threads_with_runs
 from durable.graphs import graph_names
-from durable.models import AuditEvent, Thread
+from durable.models import AuditEvent, Run, Thread
 from durable.persistence.metadata import IndexedMetadataKeyEquals
 from durable.persistence.text import UnstorableText, check_text
 
@@ -110,6 +111,19 @@ class ThreadFilter(django_filters.FilterSet):
     diagnosis = django_filters.ChoiceFilter(
         choices=DIAGNOSES, empty_label="any", method="by_diagnosis", label="Diagnosis"
     )
+    # Threads with a run that matches all of these at once (the Operations page's links).
+    run_status = django_filters.ChoiceFilter(
+        choices=Run.Status.choices, method="by_runs", label="With a run of status"
+    )
+    run_error_node = django_filters.CharFilter(
+        method="by_runs", label="With a run failed in node", max_length=200
+    )
+    run_after = django_filters.IsoDateTimeFilter(
+        method="by_runs", label="With a run created at or after"
+    )
+    run_before = django_filters.IsoDateTimeFilter(
+        method="by_runs", label="With a run created before"
+    )
 
     class Meta:
         model = Thread
@@ -122,6 +136,21 @@ class ThreadFilter(django_filters.FilterSet):
 
     def by_diagnosis(self, qs, name, value):
         return filter_threads(qs, value)
+
+    RUN_FILTERS = ("run_status", "run_error_node", "run_after", "run_before")
+
+    def by_runs(self, qs, name, value):
+        """The run filters as one condition on one run, applied with the first given."""
+        given = {k: self.form.cleaned_data.get(k) for k in self.RUN_FILTERS}
+        if name != next(k for k in self.RUN_FILTERS if given[k] not in (None, "")):
+            return qs
+        return threads_with_runs(
+            qs,
+            status=given["run_status"] or "",
+            error_node=given["run_error_node"] or "",
+            after=given["run_after"],
+            before=given["run_before"],
+        )
 
     def without(self, name: str) -> QuerySet:
         """The queryset filtered by every valid filter except ``name`` (for the counts

@@ -31,7 +31,8 @@ Refusals raise ``InvalidRequest`` (``durable.engine.checks``).
 Below them, the engine's own modules: ``policy`` (queueing rules, no broker), ``queue``
 (the broker), ``records`` (a run's claim, events and outcome), ``execution``, ``buffer``
 and ``lease`` (a run in a worker), ``recovery`` (the reaper, drain and hand-back),
-``tasks`` (Celery tasks and worker signals) and ``follow`` (following a run's events).
+``tasks`` (Celery tasks and worker signals), ``follow`` (following a run's events) and
+``operations_stats`` (what the console's Operations page counts).
 """
 
 from durable.engine.assistant_configs import (
