@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from langchain_core.runnables.config import var_child_runnable_config
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter as _JsonFormatter
 
 from durable.redaction import redact, redact_text
@@ -78,6 +79,8 @@ class JsonFormatter(_JsonFormatter):
             ["levelname", "name", "message"],
             rename_fields={"levelname": "level", "name": "logger"},
             timestamp=True,
+            # uvicorn's copy of its message with terminal colour codes.
+            reserved_attrs=[*RESERVED_ATTRS, "color_message"],
         )
 
     def formatException(self, ei) -> str:
