@@ -55,6 +55,8 @@ def test_a_runs_worker_lines_are_json_with_its_fields(worker, client):
         line = by_message[message]
         assert {k: line[k] for k in expected} == expected
         assert line["node"] == node and line["level"] == "INFO"
+    # Celery's line saying the run's task ended is one of the run's lines.
+    assert any(re.search(r"\] succeeded in", line["message"]) for line in ours)
     # What the node printed, which Celery logs, says which node printed it.
     assert by_message[PRINTED]["node"] == "act"
     assert by_message[PRINTED]["run_id"] == run.pk
