@@ -13,12 +13,13 @@ import subprocess
 
 import httpx
 import pytest
+from django.conf import settings
 from django.urls import reverse
 
 from durable import engine, logcontext
 from durable.models import Run
 from tests.helpers.log_graphs import LINE, PRINTED
-from tests.helpers.processes import WORKER_LOG
+from tests.helpers.processes import WORKER_LOG, WorkerProcess
 from tests.helpers.runs import finished
 from tests.helpers.waiting import wait_for
 
@@ -73,6 +74,36 @@ def test_a_runs_worker_lines_are_json_with_its_fields(worker, client):
             ).stdout
         assert {line["message"] for line in _lines(found)} >= set(by_message)
         assert all(line["run_id"] == run.pk for line in _lines(found))
+
+
+def test_a_worker_set_to_text_logs_plain_lines_grep_finds(worker):
+    """``make run``'s form: plain lines, each about a run ending in its fields."""
+    worker.pause()  # so that the text worker takes the run
+    text_worker = WorkerProcess(
+        settings.VAR_DIR / "test-worker-text.log", name="text", env={"DURABLE_LOG_FORMAT": "text"}
+    )
+    try:
+        text_worker.start()
+        run = finished(engine.start("logged", {}))
+        assert run.status == Run.Status.SUCCESS
+        wait_for(lambda: PRINTED in text_worker.log(), message="the run's lines")
+        found = subprocess.run(
+            logcontext.query(run.pk, "text"),
+            shell=True,
+            input=text_worker.log(),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+    finally:
+        text_worker.stop()
+        worker.resume()
+    fields = f"run_id={run.pk} thread_id={run.thread.name} tenant=default graph=logged"
+    plan = next(line for line in found if LINE.format("plan") in line)
+    assert plan.endswith(f"{LINE.format('plan')} [{fields} node=plan attempt=1]")
+    assert plan.startswith("[") and "INFO" in plan
+    assert any(PRINTED in line and "node=act" in line for line in found)
+    assert not any(line.startswith("{") for line in text_worker.log().splitlines())
 
 
 def test_the_web_process_logs_json_lines(web):
