@@ -16,7 +16,9 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from durable import logcontext
+from durable import engine, logcontext
+from durable.engine.execution import execute
+from durable.models import Run
 from durable.redaction import MASK, install_log_filter
 from tests.helpers.log_graphs import LINE, build_logged
 from tests.helpers.threads import made_run
@@ -170,3 +172,27 @@ def test_the_run_page_shows_how_to_find_its_log_lines(client):
     escaped = shown.replace("'", "&#x27;")
     assert 'data-testid="run-logs">Its log lines' in page
     assert f"<code>{escaped}</code>" in page
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("modes", [None, ["events"]], ids=["stream", "astream_events"])
+def test_a_run_executed_by_the_engine_stamps_its_node_lines(written, modes):
+    """The engine binds the run's fields (``execute``, as a worker calls it), whether it
+    streams the graph synchronously or through asyncio (``astream_events``)."""
+    logger, output = written("json")
+    root = logging.getLogger()
+    root.addHandler(logger.handlers[0])
+    try:
+        run = engine.start("logged", {}, stream_modes=modes)
+        execute(run.pk, worker="here")
+    finally:
+        root.removeHandler(logger.handlers[0])
+    run.refresh_from_db()
+    assert run.status == Run.Status.SUCCESS
+    lines = [json.loads(line) for line in output.getvalue().splitlines()]
+    nodes = {line["message"]: line for line in lines if line.get("node")}
+    assert set(nodes) == {LINE.format("plan"), LINE.format("act")}
+    for line in nodes.values():
+        assert line["run_id"] == run.pk and line["graph"] == "logged" and line["attempt"] == 1
+        assert line["thread_id"] == run.thread.name and line["tenant"] == "default"
+    assert nodes[LINE.format("act")]["node"] == "act"
