@@ -57,6 +57,9 @@ $(RUNTIME): pyproject.toml
 # group (as a supervisor sends it) reaches only its main process through the trap, which
 # stops them in order; a pool process killed by it directly could die holding the pool's
 # queue lock, and the worker then hung at exit.
+# Plain log lines to read in a terminal; the processes log JSON lines unless told
+# (DURABLE_LOG_FORMAT=json make run gives those).
+run: export DURABLE_LOG_FORMAT ?= text
 run: $(RUNTIME)
 	$(call say_python,$(VENV))
 	umask 077 && mkdir -p $(VAR_DIR)

@@ -7,6 +7,7 @@ from celery import Celery, signals
 from celery.fixups.django import DjangoFixup, DjangoWorkerFixup
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
 
+from durable import logcontext
 from durable.redaction import install_log_filter
 from durable.tasknames import RUN_TASK
 
@@ -89,9 +90,15 @@ def _django_fixup(app):
 
 @signals.after_setup_logger.connect
 @signals.after_setup_task_logger.connect
-def _redact_logs(logger, **kwargs):
-    """The worker's log handlers mask sensitive values (``durable.redaction``): a node's
-    log line, a failed run's traceback, what a graph prints (Celery logs stdout)."""
+def _format_logs(logger, **kwargs):
+    """The worker's log handlers, which Celery sets up in place of ``settings.LOGGING``'s
+    (so that it still logs what a graph prints), write as the web process's do:
+    ``DURABLE_LOG_FORMAT`` lines stamped with the run they are about
+    (``durable.logcontext``), sensitive values masked (``durable.redaction``): a node's
+    log line, a failed run's traceback, what a graph prints."""
+    from django.conf import settings
+
+    logcontext.install(logger, settings.DURABLE_LOG_FORMAT)
     install_log_filter(logger)
 
 

@@ -23,6 +23,8 @@ Everything that differs between machines comes from the environment:
   the API (``/api/``); default ``http://localhost:3000,http://127.0.0.1:3000``.
 - ``DURABLE_WEBHOOK_ALLOWED_HOSTS``: comma-separated host names a run's ``webhook`` may
   post to; default none.
+- ``DURABLE_LOG_FORMAT``: ``json`` (default: one JSON object a line, for a log collector)
+  or ``text`` (plain lines, as ``make run`` sets), for the web process and the workers.
 - ``DURABLE_VAR_DIR``: where the SQLite files and the app's own files live; default ``var/``.
 - The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
   ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
@@ -297,6 +299,34 @@ DURABLE_WEBHOOK_ALLOWED_HOSTS = [
     for host in os.environ.get("DURABLE_WEBHOOK_ALLOWED_HOSTS", "").split(",")
     if host.strip()
 ]
+
+# Logs, the web process's here and the workers' (dashboard/celery.py): DURABLE_LOG_FORMAT
+# lines on standard error, each stamped with the run it is about (durable.logcontext) and
+# sensitive values masked (durable.redaction). Django's own loggers and uvicorn's write
+# through the same handler.
+DURABLE_LOG_FORMAT = os.environ.get("DURABLE_LOG_FORMAT", "json")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {
+        "context": {"()": "durable.logcontext.ContextFilter"},
+        "redact": {"()": "durable.redaction.RedactingFilter"},
+    },
+    "formatters": {"console": {"()": "durable.logcontext.formatter", "kind": DURABLE_LOG_FORMAT}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "console",
+            "filters": ["context", "redact"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO"},
+        "uvicorn": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "uvicorn.access": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
+}
 
 # Security headers. Scripts, styles and images come from this server only: no inline
 # script or style anywhere (htmx's own indicator style is turned off in base.html).

@@ -3,6 +3,7 @@ cancelling it."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import Http404, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -11,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from dashboard import access
 from dashboard.http import render_page, see_other
 from dashboard.present.runs import describe, elapsed, running_nodes
-from durable import engine, sse
+from durable import engine, logcontext, sse
 from durable.db import borrow
 from durable.engine import follow
 from durable.models import Run
@@ -109,6 +110,7 @@ def _render_run(request, run: Run, *, error: str = "", status: int = 200, partia
         "running_nodes": running_nodes(newest) if run.is_active else [],
         "elapsed": elapsed(run),
         "reason": (run.metadata or {}).get("reason", ""),
+        "log_query": logcontext.query(run.pk, settings.DURABLE_LOG_FORMAT),
         "error": error,
     }
     return render_page(

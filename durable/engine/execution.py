@@ -28,7 +28,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt, Send
 
-from durable import conf
+from durable import conf, logcontext
 from durable import db as sql
 from durable.engine import policy, queue, records, versions, webhooks
 from durable.engine.buffer import EventBuffer
@@ -60,14 +60,24 @@ def execute(run_id: int, *, worker: str = "") -> str:
     """Claim run ``run_id`` for ``worker`` (its Celery node name), stream its graph, and
     record the outcome. Returns the run's status afterwards, or ``"missing"`` when the
     run no longer exists. A run that is not pending, or that must wait for an earlier
-    run of its thread, is left as it is."""
-    lease = conf.DURABLE_RUN_LEASE_SECONDS
-    run, claimed = sql.retrying(records.claim, run_id, worker or "worker", lease)
-    if run is None:
-        logger.warning("run %s no longer exists", run_id)
-        return "missing"
-    if not claimed:
-        return run.status
+    run of its thread, is left as it is. What is logged meanwhile carries the run's
+    fields (``durable.logcontext``)."""
+    with logcontext.bound(run_id=run_id):
+        lease = conf.DURABLE_RUN_LEASE_SECONDS
+        run, claimed = sql.retrying(records.claim, run_id, worker or "worker", lease)
+        if run is None:
+            logger.warning("run %s no longer exists", run_id)
+            return "missing"
+        if not claimed:
+            return run.status
+        thread = run.thread
+        with logcontext.bound(
+            thread_id=thread.name, tenant=thread.tenant.slug, graph=run.graph, attempt=run.attempt
+        ):
+            return _execute(run)
+
+
+def _execute(run: Run) -> str:
     try:
         execution = _Execution(run)
     except Exception as exc:  # e.g. a graph no longer registered: end it, not retry it

@@ -17,6 +17,7 @@ run.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 import signal
@@ -67,6 +68,9 @@ class Lease:
         # Held while the lease is renewed or its events written; ``released`` once let go.
         self._lock = threading.Lock()
         self._released = False
+        # The context it was made in (the run's log fields: durable.logcontext), for the
+        # beat thread's lines about it.
+        self.context = contextvars.copy_context()
 
     @contextmanager
     def kept(self):
@@ -209,7 +213,7 @@ class _Beat:
                 leases = list(self._leases)
             try:
                 for lease in leases:
-                    lease.beat()
+                    lease.context.run(lease.beat)
             finally:
                 connections.close_all()  # this thread's own connections
 

@@ -114,13 +114,20 @@ def _send(run_pk: int, task_id: str, not_before: datetime | None = None) -> bool
         )
         return True
     except Exception as exc:  # whatever the broker does, the run stays committed
-        logger.warning("could not send run %s (%s); the reaper sends it later", run_pk, exc)
+        logger.warning(
+            "could not send run %s (%s); the reaper sends it later",
+            run_pk,
+            exc,
+            extra={"run_id": run_pk},  # a field of its log line (durable.logcontext)
+        )
     try:
         Run.objects.filter(pk=run_pk, task_id=task_id, status=Run.Status.PENDING).update(
             dispatched_at=None
         )
     except DatabaseError:  # then it counts as lost, and is sent again after a lease
-        logger.warning("could not mark run %s unsent", run_pk, exc_info=True)
+        logger.warning(
+            "could not mark run %s unsent", run_pk, exc_info=True, extra={"run_id": run_pk}
+        )
     return False
 
 

@@ -13,10 +13,12 @@ has stopped (``recovery.drain_worker``), and the drained runs are then handed ba
 import logging
 import os
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from celery import shared_task
 from celery.signals import (
+    task_postrun,
+    task_prerun,
     worker_process_init,
     worker_ready,
     worker_shutdown,
@@ -24,7 +26,7 @@ from celery.signals import (
 )
 from django.db import connections
 
-from durable import conf, retention
+from durable import conf, logcontext, retention
 from durable.engine import crons, execution, lease, recovery
 from durable.tasknames import CRON_TASK, RETENTION_TASK, RUN_TASK
 
@@ -51,6 +53,27 @@ def fire_cron(cron_pk: int) -> int | None:
     woken by Celery beat at each slot. Returns the run's id, or ``None``."""
     run = crons.fire(cron_pk)
     return run.pk if run is not None else None
+
+
+# Celery's own lines about a run's task in its pool process (that it succeeded, in how
+# long; a failure's traceback) carry the run's id, as the run's own lines do: bound from
+# before the task starts until after Celery has logged how it ended.
+_task_fields: dict[str, ExitStack] = {}
+
+
+@task_prerun.connect
+def _bind_run_id(sender=None, task_id=None, args=(), kwargs=None, **rest):
+    run_id = args[0] if args else (kwargs or {}).get("run_id")
+    if getattr(sender, "name", None) == RUN_TASK and run_id is not None:
+        stack = ExitStack()
+        stack.enter_context(logcontext.bound(run_id=run_id))
+        _task_fields[task_id] = stack
+
+
+@task_postrun.connect
+def _unbind_run_id(task_id=None, **rest):
+    if (stack := _task_fields.pop(task_id, None)) is not None:
+        stack.close()
 
 
 @worker_process_init.connect

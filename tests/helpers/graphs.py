@@ -41,6 +41,7 @@ GRAPHS = {
     "coin": "tests.helpers.divergence_graphs.build_coin",
     "steady": "tests.helpers.divergence_graphs.build_steady",
     "redaction": "tests.helpers.redaction_graphs.build_redaction",
+    "logged": "tests.helpers.log_graphs.build_logged",
 }
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.

@@ -106,6 +106,8 @@ def worker_env(broker: str | None = None) -> dict:
         DURABLE_EXTRA_GRAPHS=",".join(f"{name}={path}" for name, path in GRAPHS.items()),
         # The webhook tests' receiver listens on this machine.
         DURABLE_WEBHOOK_ALLOWED_HOSTS="127.0.0.1",
+        # JSON lines, as in production, whatever the developer's own setting.
+        DURABLE_LOG_FORMAT="json",
         **ENGINE_TIMINGS,
     )
     return env

@@ -9,6 +9,7 @@ started again afterwards.
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import time
@@ -107,6 +108,10 @@ def test_runs_posted_while_the_broker_is_down_are_pending_then_run_when_it_is_ba
     assert "reaper failed" not in worker.log()
     assert "could not send run" in worker.log()
     assert "could not send run" in web.log()
+    # Each such line is one of its run's (the run page's query finds it).
+    unsent = [json.loads(line) for line in web.log().splitlines() if "could not send run" in line]
+    assert {line["run_id"] for line in unsent} <= {r.pk for r in runs}
+    assert unsent[0]["run_id"] == runs[0].pk
 
 
 def test_a_run_whose_message_was_lost_is_sent_again_after_a_lease(broker):
