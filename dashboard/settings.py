@@ -23,6 +23,8 @@ Everything that differs between machines comes from the environment:
   the API (``/api/``); default ``http://localhost:3000,http://127.0.0.1:3000``.
 - ``DURABLE_WEBHOOK_ALLOWED_HOSTS``: comma-separated host names a run's ``webhook`` may
   post to; default none.
+- ``DURABLE_METRICS_TOKEN``: the bearer token Prometheus sends to scrape ``/metrics``;
+  unset, only loopback clients may scrape.
 - ``DURABLE_VAR_DIR``: where the SQLite files and the app's own files live; default ``var/``.
 - The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
   ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
@@ -238,6 +240,7 @@ DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS")
 DURABLE_RUN_SYNCHRONOUS_COMMIT = os.environ.get("DURABLE_RUN_SYNCHRONOUS_COMMIT", "0") == "1"
 DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS")
 DURABLE_CRON_GRACE_SECONDS = _seconds("DURABLE_CRON_GRACE_SECONDS")
+DURABLE_METRICS_TOKEN = os.environ.get("DURABLE_METRICS_TOKEN", "")
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
 # retention sweep (durable.retention): the policies, then the store's TTL sweep. Several
