@@ -172,23 +172,26 @@ def _supersteps() -> Metric:
     latest = list(
         Run.objects.filter(status__in=Run.FINAL)
         .order_by("-pk")
-        .values_list("pk", "graph", TENANT)[:SUPERSTEP_RUNS]
+        .values_list("pk", "graph", TENANT, "thread__thread_id")[:SUPERSTEP_RUNS]
     )
     if not latest:
         return family
+    # By thread id (an indexed column), then by run in the grouping: a JSON ``IN`` on
+    # SQLite compares the ids as numbers, never equal to the stored text.
     steps = dict(
         Checkpoint.objects.filter(
+            thread_id__in={thread_id for *_, thread_id in latest},
             checkpoint_ns="",
             metadata__source="loop",
-            metadata__run_id__in=[str(pk) for pk, _, _ in latest],
         )
-        .values_list(KT("metadata__run_id"))
+        .annotate(run=KT("metadata__run_id"))
+        .values("run")
         .annotate(n=Count("pk"))
         .order_by()
-        .values_list("metadata__run_id", "n")
+        .values_list("run", "n")
     )
     per_label: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for pk, graph, tenant in latest:
+    for pk, graph, tenant, _ in latest:
         per_label[(graph, tenant)].append(steps.get(str(pk), 0))
     for key, counts in sorted(per_label.items()):
         buckets = [(str(b), sum(c <= b for c in counts)) for b in STEP_BUCKETS]
