@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.views.decorators.http import require_GET
 
 from durable import conf
-from durable.metrics import CONTENT_TYPE, render
+from durable.metrics.exposition import CONTENT_TYPE, render
 
 LOOPBACK = ("127.0.0.1", "::1")
 

@@ -22,9 +22,6 @@ processes on many machines:
   they start. Each machine's web process then serves its machine's in-process values;
   without the variable a web process serves only its own (a worker's are not seen).
 
-``render()`` makes the text exposition of both (``durable.metrics.exposition``).
+``durable.metrics.exposition.render()`` makes the text exposition of both. This package
+imports nothing itself, so that ``process`` loads before Django's models are ready.
 """
-
-from durable.metrics.exposition import CONTENT_TYPE, render
-
-__all__ = ["CONTENT_TYPE", "render"]

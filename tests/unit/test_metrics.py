@@ -179,3 +179,29 @@ def test_an_empty_deployment_scrapes_cleanly():
     s = scrape()
     assert value(s, "durable_leases_expired") == 0
     assert "durable_runs_requested_total" not in s
+
+
+# -- in-process series -----------------------------------------------------------------
+
+
+def test_this_process_checkpoint_and_store_writes_are_timed_and_sized():
+    from durable.persistence.store import DjangoStore
+
+    s = scrape()
+    at_interrupt()
+    store = DjangoStore()
+    store.put(("prefs", "grace"), "theme", {"dark": True})
+    store.get(("prefs", "grace"), "theme")
+    after = scrape()
+
+    def grew(name, **labels):
+        return (value(after, name, **labels) or 0) - (value(s, name, **labels) or 0)
+
+    saved = grew("durable_checkpoint_write_seconds_count", operation="put")
+    assert saved >= 2
+    assert grew("durable_checkpoint_write_bytes_per_write_count", operation="put") == saved
+    assert grew("durable_checkpoint_write_bytes_per_write_sum", operation="put") > 0
+    assert grew("durable_checkpoint_write_seconds_count", operation="put_writes") >= 1
+    assert grew("durable_store_operation_seconds_count", operation="put") == 1
+    assert grew("durable_store_operation_seconds_count", operation="get") == 1
+    assert value(after, "durable_event_streams_open") == 0

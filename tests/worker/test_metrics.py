@@ -12,6 +12,7 @@ from durable.models import Checkpoint, Run, Thread
 from tests.helpers.graphs import release
 from tests.helpers.runs import finished, probe
 from tests.helpers.threads import EXPENSE
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -94,3 +95,24 @@ def test_metrics_count_the_runs_a_real_worker_ran(worker, web, tmp_path):
     assert grew(during, after, "durable_runs_ended_total", **EXPENSE_LABELS, status="success") == 1
     assert grew(before, after, "durable_run_duration_seconds_count", **EXPENSE_LABELS) == 2
     assert value(after, "durable_interrupts_waiting", **EXPENSE_LABELS) == 0
+
+
+def test_an_open_event_stream_is_counted_until_it_ends(worker, web, api_key, tmp_path):
+    run = probe(tmp_path)
+    thread = Thread.objects.get(pk=run.thread_pk)
+    assert value(scrape(web), "durable_event_streams_open") == 0
+    url = f"{web.url}/api/threads/{thread.name}/runs/{run.pk}/stream"
+    with httpx.stream("GET", url, headers={"x-api-key": api_key}, timeout=60) as stream:
+        assert stream.status_code == 200
+        wait_for(
+            lambda: value(scrape(web), "durable_event_streams_open") == 1,
+            message="the stream counted open",
+        )
+        release(tmp_path)
+        for _ in stream.iter_bytes():
+            pass  # to the run's end, which closes the stream
+    wait_for(
+        lambda: value(scrape(web), "durable_event_streams_open") == 0,
+        message="the stream counted closed",
+    )
+    assert finished(run).status == Run.Status.SUCCESS
