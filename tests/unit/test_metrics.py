@@ -205,3 +205,29 @@ def test_this_process_checkpoint_and_store_writes_are_timed_and_sized():
     assert grew("durable_store_operation_seconds_count", operation="put") == 1
     assert grew("durable_store_operation_seconds_count", operation="get") == 1
     assert value(after, "durable_event_streams_open") == 0
+
+
+def test_a_reaper_pass_counts_what_it_recovered_and_sent_again():
+    from durable.engine import recovery
+
+    lost = engine.create_thread("expense_approval")
+    claimed = Run.objects.create(
+        thread=lost,
+        graph=lost.graph,
+        kind="start",
+        status=Run.Status.RUNNING,
+        attempt=1,
+        worker="gone@host",
+        lease_expires_at=timezone.now() - timedelta(seconds=5),
+    )
+    for status in ("pending", "running"):  # as the engine wrote them
+        RunEvent.objects.append(claimed.pk, RunEvent.LIFECYCLE, {"status": status})
+    unsent = engine.create_thread("expense_approval")
+    Run.objects.create(thread=unsent, graph=unsent.graph, kind="start")
+    s = scrape()
+    counts = recovery.reap()
+    after = scrape()
+    assert counts["requeued"] == 1 and counts["redispatched"] == 1
+    for name in ("durable_reaper_recovered_total", "durable_reaper_redispatched_total"):
+        assert value(after, name) - value(s, name) == 1, name
+    assert value(after, "durable_runs_requeued_total", graph="expense_approval") == 1
