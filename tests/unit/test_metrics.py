@@ -231,3 +231,22 @@ def test_a_reaper_pass_counts_what_it_recovered_and_sent_again():
     for name in ("durable_reaper_recovered_total", "durable_reaper_redispatched_total"):
         assert value(after, name) - value(s, name) == 1, name
     assert value(after, "durable_runs_requeued_total", graph="expense_approval") == 1
+
+
+def test_the_grafana_dashboard_uses_only_series_the_scrape_serves():
+    import json
+    import re
+    from pathlib import Path
+
+    response = Client().get("/metrics")
+    served = set()
+    for family in text_string_to_metric_families(response.content.decode()):
+        suffixes = ("", "_total", "_bucket", "_count", "_sum", "_gcount", "_gsum")
+        served |= {family.name + suffix for suffix in suffixes}
+    dashboard = json.loads(
+        Path(__file__).parents[2] / "docs" / "grafana-dashboard.json".read_text()
+    )
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    used = {name for expr in exprs for name in re.findall(r"\bdurable_[a-z_]+", expr)}
+    assert len(used) >= 20
+    assert used <= served, used - served
