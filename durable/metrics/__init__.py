@@ -20,7 +20,10 @@ processes on many machines:
   ``prometheus_client``'s multiprocess mode: set ``PROMETHEUS_MULTIPROC_DIR`` to a
   directory shared by the web and worker processes **of one machine**, emptied before
   they start. Each machine's web process then serves its machine's in-process values;
-  without the variable a web process serves only its own (a worker's are not seen).
+  without the variable a web process serves only its own (a worker's are not seen). The
+  open streams gauge counts live processes' streams (``livesum``): a web process killed
+  with streams open leaves them counted until the directory is emptied, or until
+  ``prometheus_client.multiprocess.mark_process_dead(pid)`` is called for it.
 
 ``durable.metrics.exposition.render()`` makes the text exposition of both. This package
 imports nothing itself, so that ``process`` loads before Django's models are ready.

@@ -21,17 +21,22 @@ def multiprocess_dir() -> str | None:
 
 
 def registry() -> CollectorRegistry:
-    """A fresh registry for one scrape: the database collector, with the machine's
-    in-process files in multiprocess mode, else this process's default registry (its
-    in-process metrics, and the Python process and GC collectors)."""
+    """A fresh registry for one scrape: the database collector and ``in_process()``."""
     scrape = CollectorRegistry(auto_describe=False)
     scrape.register(DatabaseCollector())
+    scrape.register(in_process())
+    return scrape
+
+
+def in_process():
+    """The collector of the in-process series: in multiprocess mode, the files of every
+    process of the machine; else this process's default registry (its own series, and
+    the Python process and GC collectors)."""
     directory = multiprocess_dir()
     if directory:
-        MultiProcessCollector(scrape, path=directory)
-    else:
-        scrape.register(_Default())
-    return scrape
+        # Registered with a throwaway registry: only its ``collect`` is wanted here.
+        return MultiProcessCollector(CollectorRegistry(), path=directory)
+    return _Default()
 
 
 class _Default:

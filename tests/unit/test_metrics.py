@@ -243,10 +243,43 @@ def test_the_grafana_dashboard_uses_only_series_the_scrape_serves():
     for family in text_string_to_metric_families(response.content.decode()):
         suffixes = ("", "_total", "_bucket", "_count", "_sum", "_gcount", "_gsum")
         served |= {family.name + suffix for suffix in suffixes}
-    dashboard = json.loads(
-        Path(__file__).parents[2] / "docs" / "grafana-dashboard.json".read_text()
-    )
+    path = Path(__file__).parents[2] / "docs" / "grafana-dashboard.json"
+    dashboard = json.loads(path.read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
     used = {name for expr in exprs for name in re.findall(r"\bdurable_[a-z_]+", expr)}
     assert len(used) >= 20
     assert used <= served, used - served
+
+
+def test_in_multiprocess_mode_the_scrape_reads_what_other_processes_recorded(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    record = (
+        "from durable.metrics import process as m\n"
+        "m.REAPER_REDISPATCHED.inc(3)\n"
+        "m.STORE_OPERATION_SECONDS.labels('get').observe(0.002)\n"
+    )
+    for _ in range(2):  # two processes, as two workers would
+        subprocess.run([sys.executable, "-c", record], env=env, check=True, timeout=60)
+    # A process of its own: this one imported prometheus_client before the variable was
+    # set. It reads the in-process part of a scrape (the rest reads this test's database).
+    read = (
+        "import django; django.setup()\n"
+        "from durable.metrics.exposition import in_process\n"
+        "from prometheus_client import CollectorRegistry, generate_latest\n"
+        "r = CollectorRegistry(); r.register(in_process())\n"
+        "import sys; sys.stdout.write(generate_latest(r).decode())\n"
+    )
+    env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    text = subprocess.run(
+        [sys.executable, "-c", read], env=env, check=True, timeout=60, capture_output=True
+    ).stdout.decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((sample.labels, sample.value))
+    assert value(samples, "durable_reaper_redispatched_total") == 6
+    assert value(samples, "durable_store_operation_seconds_count", operation="get") == 2
