@@ -6,6 +6,10 @@ the number of graphs, tenants and workers, not of runs. Label values: ``graph`` 
 graph's name, ``tenant`` its tenant's slug; checkpoints of a thread id the console does
 not know (a graph compiled with ``DjangoSaver`` elsewhere) have both empty.
 
+Cost: the row and byte counts of the checkpoint tables are full scans of those tables
+(``LENGTH`` of every blob and write); on a large deployment scrape every 30 to 60 seconds
+rather than every 5.
+
 Histogram buckets are fixed (``DURATION_BUCKETS``, ``STEP_BUCKETS``), so their series stay
 comparable across scrapes; sums are in seconds.
 """
@@ -122,7 +126,8 @@ def _histograms() -> Iterator[Metric]:
     )
     yield _histogram(
         "durable_run_queue_wait_seconds",
-        "Wait of claimed runs, from the request to a worker's first claim.",
+        "Wait of claimed runs, from the request to a worker's first claim (a delayed run's"
+        " delay and a queued run's wait for its thread's earlier runs included).",
         Run.objects.filter(started_at__isnull=False),
         "created_at",
         "started_at",
