@@ -283,3 +283,29 @@ def test_in_multiprocess_mode_the_scrape_reads_what_other_processes_recorded(tmp
             samples.setdefault(sample.name, []).append((sample.labels, sample.value))
     assert value(samples, "durable_reaper_redispatched_total") == 6
     assert value(samples, "durable_store_operation_seconds_count", operation="get") == 2
+
+
+@pytest.mark.usefixtures("retention_graphs")
+def test_a_retention_sweep_is_counted_with_what_it_removed():
+    from durable import retention
+    from durable.models import RetentionPolicy, Tenant
+    from tests.helpers.retention import history
+
+    thread = history("retention_delta", steps=10)
+    RetentionPolicy.objects.create(tenant=Tenant.default(), graph="retention_delta", keep_last=3)
+    had = Checkpoint.objects.filter(thread_id=thread.thread_id).count()
+    s = scrape()
+    retention.sweep()
+    after = scrape()
+    removed = had - Checkpoint.objects.filter(thread_id=thread.thread_id).count()
+    assert removed > 0
+    assert (
+        value(after, "durable_retention_sweeps_total", outcome="done")
+        - (value(s, "durable_retention_sweeps_total", outcome="done") or 0)
+        == 1
+    )
+    assert value(after, "durable_retention_threads_total", tenant="default", action="prune") == 1
+    assert (
+        value(after, "durable_retention_removed_total", tenant="default", kind="checkpoints")
+        == removed
+    )
