@@ -49,7 +49,7 @@ Settings (seconds unless said otherwise):
   Default none: no webhook is allowed.
 - ``DURABLE_METRICS_TOKEN``: the bearer token a Prometheus scrape of ``GET /metrics``
   must send (``Authorization: Bearer <token>``; ``durable.metrics``). Default ``""``: no
-  token, and only loopback clients (127.0.0.1, ::1) may scrape.
+  token, and only loopback clients (127.0.0.1, ::1) not behind a proxy may scrape.
 - ``DURABLE_VAR_DIR`` (``var`` in the working directory; a ``pathlib.Path``): where the
   app writes files of its own (the first admin's password: ``manage.py bootstrap``).
 """

@@ -58,6 +58,11 @@ def test_a_loopback_client_may_scrape_without_a_token_and_no_other_may():
     refused = Client(REMOTE_ADDR="10.1.2.3").get("/metrics")
     assert refused.status_code == 403
     assert b"durable_" not in refused.content
+    # A reverse proxy on the machine connects from loopback for clients from anywhere.
+    for header in ("X-Forwarded-For", "Forwarded", "X-Real-IP"):
+        proxied = Client().get("/metrics", headers={header: "203.0.113.9"})
+        assert proxied.status_code == 403, header
+        assert b"durable_" not in proxied.content
 
 
 def test_with_a_token_set_only_that_bearer_token_may_scrape(settings):
