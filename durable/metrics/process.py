@@ -18,18 +18,19 @@ from prometheus_client import Counter, Gauge, Histogram
 
 # Seconds: one database write or store operation, from a millisecond to ten seconds.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
-# Bytes of one checkpoint write: from 100 B to 10 MB.
+# Bytes of one save: from 100 B to 10 MB.
 SIZE_BUCKETS = (100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 
-CHECKPOINT_WRITE_SECONDS = Histogram(
-    "durable_checkpoint_write_seconds",
+CHECKPOINT_SAVE_SECONDS = Histogram(
+    "durable_checkpoint_save_seconds",
     "Latency of one checkpoint saved (put) or one task's pending writes saved (put_writes).",
     ["operation"],
     buckets=LATENCY_BUCKETS,
 )
-CHECKPOINT_WRITE_BYTES = Histogram(
-    "durable_checkpoint_write_bytes_per_write",
-    "Serialized bytes one put (its new channel blobs) or put_writes (its writes) stored.",
+CHECKPOINT_SAVE_BYTES = Histogram(
+    "durable_checkpoint_save_bytes",
+    "Serialized bytes one put (the checkpoint and its new channel blobs) or put_writes"
+    " (its writes) stored.",
     ["operation"],
     buckets=SIZE_BUCKETS,
 )

@@ -202,11 +202,11 @@ def test_this_process_checkpoint_and_store_writes_are_timed_and_sized():
     def grew(name, **labels):
         return (value(after, name, **labels) or 0) - (value(s, name, **labels) or 0)
 
-    saved = grew("durable_checkpoint_write_seconds_count", operation="put")
+    saved = grew("durable_checkpoint_save_seconds_count", operation="put")
     assert saved >= 2
-    assert grew("durable_checkpoint_write_bytes_per_write_count", operation="put") == saved
-    assert grew("durable_checkpoint_write_bytes_per_write_sum", operation="put") > 0
-    assert grew("durable_checkpoint_write_seconds_count", operation="put_writes") >= 1
+    assert grew("durable_checkpoint_save_bytes_count", operation="put") == saved
+    assert grew("durable_checkpoint_save_bytes_sum", operation="put") > 0
+    assert grew("durable_checkpoint_save_seconds_count", operation="put_writes") >= 1
     assert grew("durable_store_operation_seconds_count", operation="put") == 1
     assert grew("durable_store_operation_seconds_count", operation="get") == 1
     assert value(after, "durable_event_streams_open") == 0

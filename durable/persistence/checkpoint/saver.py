@@ -138,11 +138,11 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         executed = statements.put_checkpoint(self.using, row, blobs)
         # Two statements (SQLite) need a transaction; one (PostgreSQL) is atomic as it is.
         atomic = transaction.atomic(using=self.using) if len(executed) > 1 else nullcontext()
-        with metrics.timed(metrics.CHECKPOINT_WRITE_SECONDS, "put"):
+        with metrics.timed(metrics.CHECKPOINT_SAVE_SECONDS, "put"):
             with self._db(), atomic, self._cursor() as cursor:
                 for statement, params in executed:
                     cursor.execute(statement, params)
-        metrics.CHECKPOINT_WRITE_BYTES.labels("put").observe(
+        metrics.CHECKPOINT_SAVE_BYTES.labels("put").observe(
             len(row["checkpoint"] or b"") + sum(len(b["blob"] or b"") for b in blobs)
         )
         return checkpoint_config(thread_id, checkpoint_ns, checkpoint["id"])
@@ -180,10 +180,10 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             return
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         statement, params = statements.put_writes(self.using, rows, special=special)
-        with metrics.timed(metrics.CHECKPOINT_WRITE_SECONDS, "put_writes"):
+        with metrics.timed(metrics.CHECKPOINT_SAVE_SECONDS, "put_writes"):
             with self._db(), self._cursor() as cursor:
                 cursor.execute(statement, params)
-        metrics.CHECKPOINT_WRITE_BYTES.labels("put_writes").observe(
+        metrics.CHECKPOINT_SAVE_BYTES.labels("put_writes").observe(
             sum(len(r["blob"] or b"") for r in rows)
         )
 
