@@ -20,7 +20,9 @@ processes on many machines:
   ``prometheus_client``'s multiprocess mode: set ``PROMETHEUS_MULTIPROC_DIR`` to a
   directory shared by the web and worker processes **of one machine**, emptied before
   they start. Each machine's web process then serves its machine's in-process values;
-  without the variable a web process serves only its own (a worker's are not seen). The
+  without the variable a web process serves only its own (a worker's are not seen).
+  Checkpoints are saved in the workers, so a worker machine needs a web process of its
+  own to serve them. The
   open streams gauge counts live processes' streams (``livesum``): a web process killed
   with streams open leaves them counted until the directory is emptied, or until
   ``prometheus_client.multiprocess.mark_process_dead(pid)`` is called for it.
