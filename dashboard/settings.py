@@ -25,6 +25,8 @@ Everything that differs between machines comes from the environment:
   post to; default none.
 - ``DURABLE_LOG_FORMAT``: ``json`` (default: one JSON object a line, for a log collector)
   or ``text`` (plain lines, as ``make run`` sets), for the web process and the workers.
+- ``DURABLE_METRICS_TOKEN``: the bearer token Prometheus sends to scrape ``/metrics``;
+  unset, only loopback clients may scrape.
 - ``DURABLE_VAR_DIR``: where the SQLite files and the app's own files live; default ``var/``.
 - The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
   ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
@@ -240,6 +242,7 @@ DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS")
 DURABLE_RUN_SYNCHRONOUS_COMMIT = os.environ.get("DURABLE_RUN_SYNCHRONOUS_COMMIT", "0") == "1"
 DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS")
 DURABLE_CRON_GRACE_SECONDS = _seconds("DURABLE_CRON_GRACE_SECONDS")
+DURABLE_METRICS_TOKEN = os.environ.get("DURABLE_METRICS_TOKEN", "")
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
 # retention sweep (durable.retention): the policies, then the store's TTL sweep. Several

@@ -30,7 +30,7 @@ from durable.tenancy import is_auditor, may_act
 
 SESSION_KEY = "durable_tenant"
 # Paths with their own authentication, or none needed.
-OPEN_PREFIXES = ("/api/", "/admin/", "/accounts/", settings.STATIC_URL)
+OPEN_PREFIXES = ("/api/", "/admin/", "/accounts/", "/metrics", settings.STATIC_URL)
 
 
 class TenantMiddleware:

@@ -15,6 +15,7 @@ from dashboard.views import (
     divergence,
     history,
     inbox,
+    metrics,
     operations,
     runs,
     store,
@@ -110,4 +111,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # The Agent Server-shaped API, with its OpenAPI docs at /api/docs.
     path("api/", api.urls),
+    # Prometheus' scrape (durable.metrics), guarded by DURABLE_METRICS_TOKEN.
+    path("metrics", metrics.metrics, name="metrics"),
 ]

@@ -47,6 +47,9 @@ Settings (seconds unless said otherwise):
 - ``DURABLE_WEBHOOK_ALLOWED_HOSTS``: the host names a run's ``webhook`` may post to
   (``durable.engine.webhooks``); any other host is refused when the run is asked for.
   Default none: no webhook is allowed.
+- ``DURABLE_METRICS_TOKEN``: the bearer token a Prometheus scrape of ``GET /metrics``
+  must send (``Authorization: Bearer <token>``; ``durable.metrics``). Default ``""``: no
+  token, and only loopback clients (127.0.0.1, ::1) not behind a proxy may scrape.
 - ``DURABLE_VAR_DIR`` (``var`` in the working directory; a ``pathlib.Path``): where the
   app writes files of its own (the first admin's password: ``manage.py bootstrap``).
 """
@@ -77,6 +80,7 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_EVENTS_FALLBACK_SECONDS": 2.0,
     "DURABLE_EVENT_READERS": 4,
     "DURABLE_WEBHOOK_ALLOWED_HOSTS": (),
+    "DURABLE_METRICS_TOKEN": "",
     "DURABLE_VAR_DIR": Path("var"),
 }
 

@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from durable import audit
 from durable.graphs import UnknownGraph, graph_names
+from durable.metrics import process as metrics
 from durable.models import AuditEvent, Checkpoint, RetentionPolicy, Run, Tenant, Thread
 from durable.persistence.checkpoint import Counts, DjangoSaver
 from durable.persistence.store import DjangoStore
@@ -334,8 +335,13 @@ def _every(threads, rule: Rule, dry_run: bool, actor: Any, reason: str, batch_si
 def sweep(*, batch_size: int = BATCH_SIZE) -> dict[str, Any]:
     """The scheduled job (Celery task ``durable.sweep_retention``): apply every enabled
     policy, then delete the store's expired items (``DjangoStore.sweep_ttl``)."""
-    report = apply(batch_size=batch_size)
-    expired = DjangoStore().sweep_ttl()
+    try:
+        report = apply(batch_size=batch_size)
+        expired = DjangoStore().sweep_ttl()
+    except Exception:
+        metrics.RETENTION_SWEEPS.labels("failed").inc()
+        raise
+    metrics.RETENTION_SWEEPS.labels("done").inc()
     logger.info("retention: %s Store: %d expired items deleted.", report.summary(), expired)
     return {"retention": report.as_dict(), "store_expired": expired}
 

@@ -11,6 +11,7 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import StreamingHttpResponse
 
+from durable.metrics import process as metrics
 from durable.redaction import redact
 
 # What a stream writes when ``durable.engine.follow`` reports a quiet spell: a comment,
@@ -43,7 +44,17 @@ def response(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
     """A ``text/event-stream`` response sending ``events`` (bytes from ``event``, or
     ``KEEPALIVE``), with the headers that keep caches and proxies from holding them back
     (``SSE_HEADERS``)."""
-    return StreamingHttpResponse(events, content_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingHttpResponse(
+        _counted(events), content_type="text/event-stream", headers=SSE_HEADERS
+    )
+
+
+async def _counted(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """``events``, counted as an open stream (``durable_event_streams_open``) from the
+    first byte sent until the stream ends or the client goes away."""
+    with metrics.stream_open():
+        async for chunk in events:
+            yield chunk
 
 
 def last_event_id(request) -> int:

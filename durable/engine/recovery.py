@@ -29,6 +29,7 @@ from django.utils import timezone
 from durable import conf
 from durable.engine import policy, queue, records, threads
 from durable.engine.execution import end, requeue, roll_back
+from durable.metrics import process as metrics
 from durable.models import Run, Thread
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ def reap(limit: int = 100) -> dict[str, int]:
             if run is not None:
                 counts["requeued" if _settle_lost(run) else "ended"] += 1
     counts["redispatched"] = queue.send_unsent(limit)
+    metrics.REAPER_RECOVERED.inc(counts["requeued"] + counts["ended"])
+    metrics.REAPER_REDISPATCHED.inc(counts["redispatched"])
     # A stateless run's thread outlives its run by a lease, for the request that reads
     # its output (which deletes it itself) to get there first.
     lease = timedelta(seconds=conf.DURABLE_RUN_LEASE_SECONDS)

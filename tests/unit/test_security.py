@@ -63,8 +63,9 @@ CONSOLE = {
     "assistant-run": ("POST", "assistant", True),
     "switch-tenant": ("POST", "tenant", False),
 }
-# Outside the matrix: the login pages themselves and the Django admin (its own login).
-NOT_IN_MATRIX = {"login", "logout"}
+# Outside the matrix: the login pages themselves, the Django admin (its own login) and
+# Prometheus' scrape (its own guard: tests/unit/test_metrics.py).
+NOT_IN_MATRIX = {"login", "logout", "metrics"}
 
 
 def console_names() -> set[str]:

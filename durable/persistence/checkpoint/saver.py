@@ -32,6 +32,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from durable import db as sql
 from durable import models
+from durable.metrics import process as metrics
 from durable.persistence.checkpoint import pruning, statements
 from durable.persistence.checkpoint.pruning import Counts, PrunePlan
 from durable.persistence.checkpoint.rows import (
@@ -137,9 +138,13 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         executed = statements.put_checkpoint(self.using, row, blobs)
         # Two statements (SQLite) need a transaction; one (PostgreSQL) is atomic as it is.
         atomic = transaction.atomic(using=self.using) if len(executed) > 1 else nullcontext()
-        with self._db(), atomic, self._cursor() as cursor:
-            for statement, params in executed:
-                cursor.execute(statement, params)
+        with metrics.timed(metrics.CHECKPOINT_SAVE_SECONDS, "put"):
+            with self._db(), atomic, self._cursor() as cursor:
+                for statement, params in executed:
+                    cursor.execute(statement, params)
+        metrics.CHECKPOINT_SAVE_BYTES.labels("put").observe(
+            len(row["checkpoint"] or b"") + sum(len(b["blob"] or b"") for b in blobs)
+        )
         return checkpoint_config(thread_id, checkpoint_ns, checkpoint["id"])
 
     def put_writes(
@@ -175,8 +180,12 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             return
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         statement, params = statements.put_writes(self.using, rows, special=special)
-        with self._db(), self._cursor() as cursor:
-            cursor.execute(statement, params)
+        with metrics.timed(metrics.CHECKPOINT_SAVE_SECONDS, "put_writes"):
+            with self._db(), self._cursor() as cursor:
+                cursor.execute(statement, params)
+        metrics.CHECKPOINT_SAVE_BYTES.labels("put_writes").observe(
+            sum(len(r["blob"] or b"") for r in rows)
+        )
 
     def _dump(self, value: Any, where: str) -> tuple[str, bytes]:
         """``serde.dumps_typed(value)``; a value it cannot encode raises ``TypeError``

@@ -44,6 +44,7 @@ from langgraph.store.base import (
 )
 
 from durable import db as sql
+from durable.metrics import process as metrics
 from durable.models import StoreItem
 from durable.persistence.serde import default_serde
 from durable.persistence.store.checks import checked
@@ -192,6 +193,10 @@ class DjangoStore(BaseStore):
         )
 
     def _execute(self, ops: list[Op], docs: Vectors, queries: Vectors) -> list[Result]:
+        with metrics.timed(metrics.STORE_OPERATION_SECONDS, _operation(ops)):
+            return self._execute_timed(ops, docs, queries)
+
+    def _execute_timed(self, ops: list[Op], docs: Vectors, queries: Vectors) -> list[Result]:
         results: list[Result] = [None] * len(ops)
         puts = _last_puts(ops)
         atomic = (
@@ -492,6 +497,15 @@ def _order_sql(vendor: str) -> str:
 
 
 # -- small helpers ----------------------------------------------------------------------
+
+
+_OPERATIONS = {GetOp: "get", SearchOp: "search", PutOp: "put", ListNamespacesOp: "list_namespaces"}
+
+
+def _operation(ops: list[Op]) -> str:
+    """The ``operation`` label of a batch: its ops' one kind, or ``mixed``."""
+    kinds = {_OPERATIONS.get(type(op), "other") for op in ops}
+    return kinds.pop() if len(kinds) == 1 else "mixed"
 
 
 def _last_puts(ops: list[Op]) -> list[PutOp]:
