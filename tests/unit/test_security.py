@@ -52,6 +52,7 @@ CONSOLE = {
     "cancel-run": ("POST", "run", True),
     "store": ("GET", "tenant", False),
     "audit": ("GET", "tenant", False),
+    "operations": ("GET", "tenant", False),
     "crons": ("GET", "tenant", False),
     "cron-enable": ("POST", "cron", True),
     "cron-delete": ("POST", "cron", True),
