@@ -52,7 +52,7 @@ def response(events: AsyncIterator[bytes]) -> StreamingHttpResponse:
 async def _counted(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """``events``, counted as an open stream (``durable_event_streams_open``) from the
     first byte sent until the stream ends or the client goes away."""
-    with metrics.stream_open():
+    with metrics.EVENT_STREAMS_OPEN.track_inprogress():
         async for chunk in events:
             yield chunk
 

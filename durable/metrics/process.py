@@ -5,14 +5,11 @@ that directory's files, which every process of the machine writes and the web pr
 reads (``durable.metrics.exposition``).
 
 This module imports nothing of the project, so the persistence layer and the engine may
-record into it. Helpers never raise: a metric must not break what it measures.
+record into it, through the metrics' own helpers (a histogram's ``labels(...).time()``,
+a gauge's ``track_inprogress()``), which never raise.
 """
 
 from __future__ import annotations
-
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -57,24 +54,3 @@ REAPER_RECOVERED = Counter(
 RETENTION_SWEEPS = Counter(
     "durable_retention_sweeps", "Scheduled retention sweeps completed.", ["outcome"]
 )
-
-
-@contextmanager
-def timed(histogram: Histogram, operation: str) -> Iterator[None]:
-    """Observe the seconds the ``with`` block took into ``histogram{operation=...}``,
-    whether it raised or not."""
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        histogram.labels(operation).observe(time.perf_counter() - start)
-
-
-@contextmanager
-def stream_open() -> Iterator[None]:
-    """Count one event stream open for as long as the ``with`` block lasts."""
-    EVENT_STREAMS_OPEN.inc()
-    try:
-        yield
-    finally:
-        EVENT_STREAMS_OPEN.dec()

@@ -138,7 +138,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
         executed = statements.put_checkpoint(self.using, row, blobs)
         # Two statements (SQLite) need a transaction; one (PostgreSQL) is atomic as it is.
         atomic = transaction.atomic(using=self.using) if len(executed) > 1 else nullcontext()
-        with metrics.timed(metrics.CHECKPOINT_SAVE_SECONDS, "put"):
+        with metrics.CHECKPOINT_SAVE_SECONDS.labels("put").time():
             with self._db(), atomic, self._cursor() as cursor:
                 for statement, params in executed:
                     cursor.execute(statement, params)
@@ -180,7 +180,7 @@ class DjangoSaver(BaseCheckpointSaver[str]):
             return
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         statement, params = statements.put_writes(self.using, rows, special=special)
-        with metrics.timed(metrics.CHECKPOINT_SAVE_SECONDS, "put_writes"):
+        with metrics.CHECKPOINT_SAVE_SECONDS.labels("put_writes").time():
             with self._db(), self._cursor() as cursor:
                 cursor.execute(statement, params)
         metrics.CHECKPOINT_SAVE_BYTES.labels("put_writes").observe(

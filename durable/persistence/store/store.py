@@ -193,7 +193,7 @@ class DjangoStore(BaseStore):
         )
 
     def _execute(self, ops: list[Op], docs: Vectors, queries: Vectors) -> list[Result]:
-        with metrics.timed(metrics.STORE_OPERATION_SECONDS, _operation(ops)):
+        with metrics.STORE_OPERATION_SECONDS.labels(_operation(ops)).time():
             return self._execute_timed(ops, docs, queries)
 
     def _execute_timed(self, ops: list[Op], docs: Vectors, queries: Vectors) -> list[Result]:
