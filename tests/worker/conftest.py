@@ -1,10 +1,20 @@
-"""Fixtures of the JS SDK's tests (``tests.helpers.js_sdk``)."""
+"""Fixtures of the worker tests: ``own_workers`` for a module that starts worker processes
+of its own, and the JS SDK's (``tests.helpers.js_sdk``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.helpers import js_sdk as js
+
+
+@pytest.fixture(scope="module")
+def own_workers(worker):
+    """The session's worker stopped while the module runs (it would take the runs of the
+    workers the module starts itself), and started again afterwards."""
+    worker.stop()
+    yield
+    worker.start()
 
 
 @pytest.fixture(scope="session")

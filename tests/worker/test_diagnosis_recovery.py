@@ -22,13 +22,6 @@ from tests.helpers.waiting import wait_for
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-@pytest.fixture(scope="module")
-def own_workers(worker):
-    worker.stop()
-    yield
-    worker.start()
-
-
 @pytest.fixture
 def worker_timings(settings):
     """This process reads the workers' lease and reaper interval, as a web process

@@ -22,13 +22,6 @@ from tests.worker.test_metrics import grew, scrape, value
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-@pytest.fixture(scope="module")
-def own_workers(worker):
-    worker.stop()
-    yield
-    worker.start()
-
-
 def start_worker(name: str, directory) -> WorkerProcess:
     env = {"PROMETHEUS_MULTIPROC_DIR": str(directory)}
     log = settings.VAR_DIR / f"test-worker-{name}.log"

@@ -25,13 +25,6 @@ from tests.helpers.waiting import wait_for
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 
-@pytest.fixture(scope="module")
-def own_workers(worker):
-    worker.stop()
-    yield
-    worker.start()
-
-
 def start_worker(name: str, concurrency: int = 1) -> WorkerProcess:
     return WorkerProcess(settings.VAR_DIR / f"test-worker-{name}.log", name, concurrency).start()
 
