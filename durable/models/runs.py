@@ -213,6 +213,9 @@ class Run(models.Model):
         ]
         indexes = [
             models.Index(fields=["thread", "status"], name="run_thread_status"),
+            # The Operations page's windows and the run lists read runs by creation time;
+            # without it each window scans every run ever kept.
+            models.Index(fields=["created_at"], name="run_created"),
             # The reaper's scan: running runs by lease expiry.
             models.Index(
                 fields=["lease_expires_at"],
