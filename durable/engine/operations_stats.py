@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db.models import Count, Min, Q, QuerySet, Sum
-from django.db.models.functions import Greatest, Length, Trunc
+from django.db.models.functions import Length, Trunc
 
 from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite, Run, Thread
 
@@ -157,24 +157,20 @@ class Timing:
 
 def timings(runs: QuerySet[Run], window: Window, now: datetime) -> list[Timing]:
     """Run duration (``ended_at - started_at``, runs that ended) and queue wait
-    (``started_at`` less the later of ``created_at`` and ``not_before``, runs that
-    started) of the window's runs, newest ``SAMPLE`` of each: every graph first, then
-    one ``Timing`` per graph by name."""
+    (``started_at`` less ``Run.DUE_AT``, runs that started) of the window's runs, newest
+    ``SAMPLE`` of each: every graph first, then one ``Timing`` per graph by name."""
     start, end = window.bounds(now)
     held = runs_created(runs, start, end).filter(started_at__isnull=False).order_by("-created_at")
     ran = held.filter(ended_at__isnull=False).values_list("graph", "started_at", "ended_at")
-    waited = held.annotate(due=Greatest("created_at", "not_before")).values_list(
-        "graph", "started_at", "due", "created_at"
-    )
+    waited = held.annotate(due=Run.DUE_AT).values_list("graph", "started_at", "due")
     durations: dict[str, list[float]] = defaultdict(list)
     for graph, started, ended in ran[:SAMPLE]:
         seconds = (ended - started).total_seconds()
         durations[""].append(seconds)
         durations[graph].append(seconds)
     waits: dict[str, list[float]] = defaultdict(list)
-    for graph, started, due, created in waited[:SAMPLE]:
-        # Greatest is NULL on SQLite when not_before is (PostgreSQL ignores the NULL).
-        seconds = max((started - (due or created)).total_seconds(), 0.0)
+    for graph, started, due in waited[:SAMPLE]:
+        seconds = max((started - due).total_seconds(), 0.0)
         waits[""].append(seconds)
         waits[graph].append(seconds)
     graphs = sorted(set(durations) | set(waits) | {""})

@@ -21,7 +21,17 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
 from django.db import connection
-from django.db.models import Count, DurationField, ExpressionWrapper, F, IntegerField, Min, Q, Sum
+from django.db.models import (
+    Count,
+    DurationField,
+    Expression,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    Min,
+    Q,
+    Sum,
+)
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -112,8 +122,8 @@ def _runs() -> Iterator[Metric]:
     return iter((requested, started, ended, active))
 
 
-def _seconds(start: str, end: str) -> ExpressionWrapper:
-    return ExpressionWrapper(F(end) - F(start), output_field=DurationField())
+def _seconds(start: Expression, end: Expression) -> ExpressionWrapper:
+    return ExpressionWrapper(end - start, output_field=DurationField())
 
 
 def _histograms() -> Iterator[Metric]:
@@ -121,20 +131,21 @@ def _histograms() -> Iterator[Metric]:
         "durable_run_duration_seconds",
         "Wall time of ended runs, from a worker's first claim to the end.",
         Run.objects.filter(status__in=Run.FINAL, started_at__isnull=False, ended_at__isnull=False),
-        "started_at",
-        "ended_at",
+        F("started_at"),
+        F("ended_at"),
     )
     yield _histogram(
         "durable_run_queue_wait_seconds",
-        "Wait of claimed runs, from the request to a worker's first claim (a delayed run's"
-        " delay and a queued run's wait for its thread's earlier runs included).",
+        "Wait of claimed runs, from when each was due (its request, or the end of its"
+        " requested delay) to a worker's first claim; a queued run's wait for its thread's"
+        " earlier runs is included.",
         Run.objects.filter(started_at__isnull=False),
-        "created_at",
-        "started_at",
+        Run.DUE_AT,
+        F("started_at"),
     )
 
 
-def _histogram(name: str, documentation: str, runs, start: str, end: str) -> Metric:
+def _histogram(name: str, documentation: str, runs, start: Expression, end: Expression) -> Metric:
     """One cumulative histogram of ``end - start`` over ``runs``, by graph and tenant, in
     one grouped query: a filtered count per bucket, and the sum."""
     family = HistogramMetricFamily(name, documentation, labels=GRAPH_TENANT)

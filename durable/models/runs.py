@@ -9,7 +9,7 @@ import psycopg
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, models, transaction
 from django.db.models import Max, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 
 from durable.models.assistants import Assistant
 from durable.models.checkpoints import THREAD_ID_MAX_LENGTH
@@ -132,6 +132,12 @@ class Run(models.Model):
         Status.CANCELLED,
         Status.TIMEOUT,
     )
+
+    # When a run is due: its request, or its ``after_seconds`` delay's end when later.
+    # Queue wait counts from here, in /metrics and on the Operations page alike: a delay
+    # the caller asked for is not a wait for a worker. (Coalesce, since SQLite's MAX()
+    # is NULL when any argument is.)
+    DUE_AT = Greatest("created_at", Coalesce("not_before", "created_at"))
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
     graph = models.CharField(max_length=100)

@@ -119,6 +119,22 @@ def test_runs_are_counted_by_graph_tenant_and_status(globex):
     assert value(s, "durable_run_queue_wait_seconds_sum", **expense) == pytest.approx(2.1, abs=0.01)
 
 
+def test_queue_wait_counts_from_the_end_of_a_requested_delay():
+    """A run asked to start after 60 s and claimed 2 s after that waited 2 s for a worker,
+    not 62: the same rule as the Operations page's."""
+    delayed = ended_run(engine.create_thread("expense_approval"), "success", seconds=1, waited=62)
+    delayed.refresh_from_db()
+    Run.objects.filter(pk=delayed.pk).update(not_before=delayed.created_at + timedelta(seconds=60))
+    assert (delayed.started_at - delayed.created_at).total_seconds() == pytest.approx(62)
+
+    s = scrape()
+    expense = {"graph": "expense_approval", "tenant": "default"}
+    assert value(s, "durable_run_queue_wait_seconds_count", **expense) == 1
+    assert value(s, "durable_run_queue_wait_seconds_sum", **expense) == pytest.approx(2, abs=0.01)
+    assert value(s, "durable_run_queue_wait_seconds_bucket", **expense, le="1.0") == 0
+    assert value(s, "durable_run_queue_wait_seconds_bucket", **expense, le="5.0") == 1
+
+
 def test_threads_checkpoints_and_interrupts_waiting_are_read_from_their_tables():
     waiting = at_interrupt()
     Thread.objects.filter(pk=waiting.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
