@@ -26,6 +26,7 @@ state: a fault drill's second attempt may run on another machine.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import operator
 import os
 import signal
@@ -187,7 +188,7 @@ def build_graph() -> StateGraph:
         nodes = PATHS[path]
         for node in nodes:
             builder.add_node(node, own.get(node) or _counted(node))
-        for a, b in zip(nodes, nodes[1:]):
+        for a, b in itertools.pairwise(nodes):
             builder.add_edge(a, b)
         builder.add_edge(nodes[-1], END)
     builder.add_node(
@@ -200,7 +201,10 @@ def build_graph() -> StateGraph:
         "retry_flaky",
         retry_flaky,
         retry_policy=RetryPolicy(
-            max_attempts=RETRY_ATTEMPTS, initial_interval=0.05, jitter=False, retry_on=ConnectionError
+            max_attempts=RETRY_ATTEMPTS,
+            initial_interval=0.05,
+            jitter=False,
+            retry_on=ConnectionError,
         ),
         error_handler=retry_fallback,
     )
