@@ -19,6 +19,7 @@ from durable.drills.runner import (
     UnknownDrill,
     clean_up,
     drill_tenant,
+    last_reports,
     report_text,
     run_drills,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "UnknownDrill",
     "clean_up",
     "drill_tenant",
+    "last_reports",
     "report_text",
     "run_drills",
 ]

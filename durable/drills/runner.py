@@ -235,6 +235,11 @@ def clean_up(tenant: Tenant) -> int:
     return len(threads)
 
 
+def last_reports(count: int = 5) -> list[DrillReport]:
+    """The newest ``count`` drill reports, newest first."""
+    return list(DrillReport.objects.order_by("-started_at", "-pk")[:count])
+
+
 def report_text(report: DrillReport) -> str:
     """The report as ``manage.py drill`` prints it: one line per drill."""
     lines = [

@@ -15,13 +15,18 @@ from io import StringIO
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import Client
+from django.urls import reverse
 
+from durable import drills
 from durable.drills import DRILL_TENANT
 from durable.models import Checkpoint, DrillExecution, DrillReport, Tenant, Thread
 from tests.helpers.processes import WorkerProcess, broker_url
 from tests.helpers.threads import at_interrupt, head
+from tests.helpers.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -105,3 +110,22 @@ def test_an_unknown_drill_is_refused_before_anything_runs(own_workers):
         call_command("drill", "--only", "kill", "meteor", stdout=StringIO())
     assert not DrillReport.objects.exists()
     assert not Thread.objects.filter(tenant__slug=DRILL_TENANT).exists()
+
+
+def test_the_admin_button_runs_the_drills_on_a_worker(own_workers):
+    admin = get_user_model().objects.create_superuser("root", password="a-test-password-1")
+    client = Client()
+    client.force_login(admin)
+    first, second = start_worker("drill-c"), start_worker("drill-d")
+    try:
+        response = client.post(reverse("admin:durable_drill_run"))
+        assert response.status_code == 302
+        wait_for(DrillReport.objects.exists, timeout=180, message="the drills' report")
+    finally:
+        first.stop()
+        second.stop()
+    report = DrillReport.objects.get()
+    assert report.passed, drills.report_text(report)
+    assert report.requested_by == "root"
+    assert {r["name"] for r in report.results} == set(drills.DRILLS)
+    no_drill_thread_left()
