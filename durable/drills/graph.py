@@ -126,15 +126,21 @@ def drain_leave(state: DrillState, config: RunnableConfig, runtime: Runtime) -> 
 
 
 def _process_backends() -> list[int]:
-    """The PostgreSQL backends of this process's TCP connections, but the caller's."""
+    """The PostgreSQL backends of this process's TCP connections (matched by the
+    client's address and port, as the server sees them), but the caller's."""
     import psutil  # only here: a worker that never drills need not load it
 
-    ports = [c.laddr.port for c in psutil.Process().net_connections(kind="tcp") if c.raddr]
+    ends = [
+        f"{c.laddr.ip}:{c.laddr.port}"
+        for c in psutil.Process().net_connections(kind="tcp")
+        if c.raddr
+    ]
     with connection.cursor() as cur:
         cur.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
-            " AND pid <> pg_backend_pid() AND client_port = ANY(%s)",
-            [ports],
+            " AND pid <> pg_backend_pid()"
+            " AND host(client_addr) || ':' || client_port = ANY(%s)",
+            [ends],
         )
         return [pid for (pid,) in cur.fetchall()]
 
