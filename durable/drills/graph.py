@@ -4,10 +4,12 @@ workers may be other machines and a killed process keeps nothing.
 
 Input ``{"drill": name}`` routes to one path:
 
-- ``kill``: ``kill_before`` -> ``kill_victim`` (SIGKILLs its own pool process the first
-  time it runs on the thread) -> ``kill_after``. The reaper must re-enqueue the run once
-  its lease expires, and the next attempt go on from the checkpoint after
-  ``kill_before``.
+- ``kill``: ``kill_before`` -> ``kill_victim`` (the first time it runs on the thread,
+  waits until ``kill_sibling``, beside it in the super-step, has its write saved, then
+  SIGKILLs its own pool process) and ``kill_sibling`` -> ``kill_after``. The reaper must
+  re-enqueue the run once its lease expires, and the next attempt go on from the
+  checkpoint after ``kill_before`` with the sibling's pending write: only the victim runs
+  again.
 - ``drain``: ``drain_before`` -> ``drain_leave`` (the first time, SIGTERMs its worker's
   main process, then waits until the run is draining) -> ``drain_after``, which
   another worker must run.
@@ -44,15 +46,17 @@ from typing_extensions import TypedDict
 
 from durable import db as sql
 from durable.engine import lease
-from durable.models import DrillExecution, Run
+from durable.models import CheckpointWrite, DrillExecution, Run
 
 TIMEOUT = 0.5  # seconds: the sleeper's TimeoutPolicy
 SLEEP = 30.0  # seconds the sleeper would take without it
 RETRY_ATTEMPTS = 3
 # How long (seconds) the draining node waits for its worker to ask the run to drain.
 DRAIN_WAIT = 30.0
+# How long (seconds) the kill drill's victim waits for its sibling's write to be saved.
+SIBLING_WAIT = 30.0
 PATHS = {
-    "kill": ["kill_before", "kill_victim", "kill_after"],
+    "kill": ["kill_before", "kill_victim", "kill_sibling", "kill_after"],
     "drain": ["drain_before", "drain_leave", "drain_after"],
     "database": ["database_before", "database_drop", "database_after"],
     "timeout": ["timeout_sleeper"],
@@ -108,8 +112,20 @@ def _needs_pool_child(what: str) -> None:
 def kill_victim(state: DrillState, config: RunnableConfig) -> dict:
     if executed(config, "kill_victim") == 0:
         _needs_pool_child("the kill drill")
+        _wait_for_saved_write(config, "kill_sibling")
         os.kill(os.getpid(), signal.SIGKILL)
     return {"log": ["kill_victim"]}
+
+
+def _wait_for_saved_write(config: RunnableConfig, node: str) -> None:
+    """Wait (at most ``SIBLING_WAIT`` seconds) until ``node``'s write of this super-step
+    is saved as a pending write: then it must not run again on resume."""
+    thread_id = config["configurable"]["thread_id"]
+    deadline = time.monotonic() + SIBLING_WAIT
+    with sql.connection_as_found("default"):
+        saved = CheckpointWrite.objects.filter(thread_id=thread_id, task_path__contains=node)
+        while not saved.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def drain_leave(state: DrillState, config: RunnableConfig, runtime: Runtime) -> dict:
@@ -190,13 +206,20 @@ def build_graph() -> StateGraph:
         "drain_leave": drain_leave,
         "database_drop": database_drop,
     }
-    for path in ("kill", "drain", "database"):
+    for path in ("drain", "database"):
         nodes = PATHS[path]
         for node in nodes:
             builder.add_node(node, own.get(node) or _counted(node))
         for a, b in itertools.pairwise(nodes):
             builder.add_edge(a, b)
         builder.add_edge(nodes[-1], END)
+    # The victim shares its super-step with a sibling that finishes first.
+    for node in PATHS["kill"]:
+        builder.add_node(node, own.get(node) or _counted(node))
+    builder.add_edge("kill_before", "kill_victim")
+    builder.add_edge("kill_before", "kill_sibling")
+    builder.add_edge(["kill_victim", "kill_sibling"], "kill_after")
+    builder.add_edge("kill_after", END)
     builder.add_node(
         "timeout_sleeper",
         timeout_sleeper,

@@ -164,12 +164,14 @@ def _counts(runs: dict, expected: dict[str, int]) -> str:
 
 
 def _check_kill(name: str, run: Run, runs: dict) -> Result:
-    if wrong := _counts(runs, {"kill_before": 1, "kill_victim": 2, "kill_after": 1}):
+    expected = {"kill_before": 1, "kill_sibling": 1, "kill_victim": 2, "kill_after": 1}
+    if wrong := _counts(runs, expected):
         return Result(name, FAILED, detail=wrong)
     killed, again = runs["kill_victim"]
     detail = (
         f"attempt {killed.attempt} killed in process {killed.pid} on {killed.worker}; "
-        f"attempt {again.attempt} went on from kill_before's checkpoint on {again.worker}"
+        f"attempt {again.attempt} went on from the last checkpoint on {again.worker}, "
+        "without running kill_before or kill_sibling again"
     )
     return Result(name, PASSED, _seconds(killed.at, again.at), detail)
 
