@@ -104,7 +104,7 @@ def _format_logs(logger, **kwargs):
 
 app = Celery("dashboard", fixups=[f"{__name__}:_django_fixup"])
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["durable.engine"])
+app.autodiscover_tasks(["durable.engine", "durable.drills"])
 
 # The embedded broker (kombu's SQLAlchemy transport) polls its table, by default once a
 # second, and a busy worker waits a whole interval before it takes the next task. The

@@ -33,7 +33,8 @@ Everything that differs between machines comes from the environment:
   ``DURABLE_STOP_GRACE_SECONDS``, ``DURABLE_RUN_TIMEOUT_SECONDS`` and
   ``DURABLE_RETENTION_INTERVAL_SECONDS``, ``DURABLE_CRON_GRACE_SECONDS``;
   ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``1``: run
-  records wait for the WAL flush). What each means, and its default when unset:
+  records wait for the WAL flush); ``DURABLE_REAPER_ENABLED`` (``0``: recovery off, for a
+  fault drill to show failing). What each means, and its default when unset:
   ``durable.conf``.
 """
 
@@ -235,6 +236,8 @@ def _seconds(name: str) -> float | None:
 DURABLE_RUN_LEASE_SECONDS = _seconds("DURABLE_RUN_LEASE_SECONDS")
 DURABLE_HEARTBEAT_SECONDS = _seconds("DURABLE_HEARTBEAT_SECONDS")  # None: a third of the lease
 DURABLE_REAPER_INTERVAL_SECONDS = _seconds("DURABLE_REAPER_INTERVAL_SECONDS")
+# "0" switches recovery off (no reaper): only to show what a drill reports without it.
+DURABLE_REAPER_ENABLED = os.environ.get("DURABLE_REAPER_ENABLED", "1") != "0"
 DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS")
 DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS")
 # On PostgreSQL the worker's own records (a run's claim, its events, its outcome) commit

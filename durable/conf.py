@@ -27,6 +27,9 @@ Settings (seconds unless said otherwise):
 - ``DURABLE_REAPER_INTERVAL_SECONDS`` (10): how often each worker looks for runs whose
   lease expired and for pending runs whose message is not on its way (not sent during a
   broker outage, or lost: ``durable.engine.recovery``).
+- ``DURABLE_REAPER_ENABLED`` (``True``): ``False`` switches recovery off: no worker
+  runs the reaper, so a run whose worker died stays ``running`` for good (what the
+  kill drill of ``manage.py drill`` shows failing; ``durable.drills``).
 - ``DURABLE_STOP_GRACE_SECONDS`` (30): how long a run asked to stop may take to reach a
   super-step boundary before its process is killed.
 - ``DURABLE_RUN_TIMEOUT_SECONDS`` (``None``: no limit): a run's longest wall time.
@@ -70,6 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_RUN_LEASE_SECONDS": 30.0,
     "DURABLE_HEARTBEAT_SECONDS": None,
     "DURABLE_REAPER_INTERVAL_SECONDS": 10.0,
+    "DURABLE_REAPER_ENABLED": True,
     "DURABLE_STOP_GRACE_SECONDS": 30.0,
     "DURABLE_RUN_TIMEOUT_SECONDS": None,
     "DURABLE_RUN_SYNCHRONOUS_COMMIT": False,

@@ -1,7 +1,11 @@
 """The graph registry: ``settings.DURABLE_GRAPHS`` maps a name to the dotted path of a
 function that returns an uncompiled ``StateGraph``. Each is compiled once per process
 with ``DjangoSaver``; a thread's runs and state reads use that graph with the thread's
-tenant's part of the store (``thread_graph``)."""
+tenant's part of the store (``thread_graph``).
+
+The project's own fault-drill graph (``DRILL_GRAPH``, ``durable.drills``) is always
+registered besides them, but it is not one of ``graph_names()``: tenants, the API and
+the console do not see it or start it; only the drills do."""
 
 from __future__ import annotations
 
@@ -24,6 +28,18 @@ class UnknownGraph(ValueError):
         super().__init__(f"Unknown graph {name!r}. Registered graphs: {known}.")
 
 
+DRILL_GRAPH = "durable-drill"
+_BUILT_IN = {DRILL_GRAPH: "durable.drills.graph.build_graph"}
+
+
+def _path(name: str) -> str:
+    if name in conf.DURABLE_GRAPHS:
+        return conf.DURABLE_GRAPHS[name]
+    if name in _BUILT_IN:
+        return _BUILT_IN[name]
+    raise UnknownGraph(name)
+
+
 def graph_names() -> list[str]:
     return sorted(conf.DURABLE_GRAPHS)
 
@@ -31,9 +47,7 @@ def graph_names() -> list[str]:
 @functools.cache
 def get_graph(name: str) -> CompiledStateGraph:
     """The compiled graph registered as ``name``. Raises ``UnknownGraph``."""
-    if name not in conf.DURABLE_GRAPHS:
-        raise UnknownGraph(name)
-    builder = import_string(conf.DURABLE_GRAPHS[name])()
+    builder = import_string(_path(name))()
     return builder.compile(checkpointer=DjangoSaver(), name=name)
 
 
@@ -52,7 +66,5 @@ def thread_graph(thread) -> CompiledStateGraph:
 
 def example_input(name: str) -> dict:
     """The ``EXAMPLE_INPUT`` of the module that builds graph ``name``, or ``{}``."""
-    if name not in conf.DURABLE_GRAPHS:
-        raise UnknownGraph(name)
-    module = importlib.import_module(conf.DURABLE_GRAPHS[name].rsplit(".", 1)[0])
+    module = importlib.import_module(_path(name).rsplit(".", 1)[0])
     return getattr(module, "EXAMPLE_INPUT", {})

@@ -1,6 +1,8 @@
 """The Operations page: how runs went over the last hour, day or week, for the tenant
 (or, for a staff auditor who asks ``?tenants=all``, every tenant), drawn as SVG charts
-with their numbers as tables (``dashboard.present.operations``)."""
+with their numbers as tables (``dashboard.present.operations``); and the deployment's last
+fault drills (``durable.drills``: what passed, how long recovery took; the reasons and
+worker names for staff only)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from dashboard import access
 from dashboard.forms.operations import OperationsForm
 from dashboard.forms.queries import form_errors
 from dashboard.present.operations import operations_context
+from durable import drills
 from durable.engine.operations_stats import WINDOWS
 
 TEMPLATE = "dashboard/operations.html"
@@ -33,5 +36,7 @@ def operations(request):
         operations_context(threads, WINDOWS[form.cleaned_data["window"]], timezone.now(), every),
         every_tenant=every,
         chosen=form.cleaned_data,
+        drills=drills.last_reports(),
+        drill_details=request.user.is_staff,
     )
     return render(request, TEMPLATE, context)

@@ -11,9 +11,10 @@ latest** (threads) and **Apply retention now** (retention policies, tenants) fir
 what each thread would lose (checkpoints, blobs, writes); its POST with ``confirm=yes``
 acts, and every thread pruned or deleted writes an ``AuditEvent`` with the admin user as
 actor. Celery beat's schedule rows are not shown (``beat``): they follow the crons.
+Fault drill reports are read-only, with a **Run fault drills** button (``drills``).
 """
 
-from durable.admin import beat, storage, tenants, threads
+from durable.admin import beat, drills, storage, tenants, threads
 from durable.admin.actions import CONFIRM_TEMPLATE, AppliesRetention, confirm_retention
 from durable.admin.scoping import (
     ByCheckpointThread,
@@ -33,6 +34,7 @@ __all__ = [
     "TenantScoped",
     "beat",
     "confirm_retention",
+    "drills",
     "managed_tenants",
     "storage",
     "tenants",

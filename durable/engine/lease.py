@@ -49,6 +49,11 @@ def mark_pool_child() -> None:
     _beat.in_pool_child = True
 
 
+def in_pool_child() -> bool:
+    """Whether this process is a prefork pool process (``mark_pool_child``)."""
+    return _beat.in_pool_child
+
+
 class Lease:
     """The claim of one attempt on its run: renewed while the graph runs; the channel
     through which a stop request (or a lost lease) reaches the graph's ``RunControl``.

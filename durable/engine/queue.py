@@ -158,3 +158,14 @@ def send(sends: Sends) -> None:
         transaction.on_commit(lambda run=run: _send(run.pk, run.task_id, run.not_before))
     for thread_pk in sends.next_of:
         transaction.on_commit(lambda pk=thread_pk: dispatch_next(pk))
+
+
+def workers_answering(timeout: float = 1.0) -> list[str]:
+    """The node names of the workers that answer Celery's ``ping`` within ``timeout``
+    seconds; none when the broker cannot broadcast (the embedded one) or is down."""
+    try:
+        replies = current_app.control.ping(timeout=timeout) or []
+    except Exception:
+        logger.warning("could not ping the workers", exc_info=True)
+        return []
+    return sorted(name for reply in replies for name in reply)

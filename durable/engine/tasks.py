@@ -156,7 +156,8 @@ class MainProcess:
 
     def ready(self) -> None:
         """The worker is ready (its pool processes have started): reap every
-        ``DURABLE_REAPER_INTERVAL_SECONDS`` until its shutdown begins."""
+        ``DURABLE_REAPER_INTERVAL_SECONDS`` until its shutdown begins (unless
+        ``DURABLE_REAPER_ENABLED`` is off)."""
         if not self._fork_guarded:
             os.register_at_fork(
                 before=self._database.acquire,
@@ -164,6 +165,12 @@ class MainProcess:
                 after_in_child=self._database.release,
             )
             self._fork_guarded = True
+        if not conf.DURABLE_REAPER_ENABLED:
+            logger.warning(
+                "the reaper is off (DURABLE_REAPER_ENABLED): runs whose worker dies are "
+                "not recovered"
+            )
+            return
         seconds = float(conf.DURABLE_REAPER_INTERVAL_SECONDS)
         self._reaper = _Every("reaper", seconds, _reap, self.database).start()
 

@@ -3,7 +3,7 @@ behind ``DjangoSaver`` (``checkpoints``), tenants and their tokens (``tenancy``)
 threads, runs and their events (``runs``), the schedules that start runs (``crons``),
 the store's items (``store``), the audit trail and retention policies (``audit``),
 assistants and their versions (``assistants``), the graph versions runs ran
-(``versions``)."""
+(``versions``), the fault drills' reports and node executions (``drills``)."""
 
 from durable.models.assistants import NAME_MAX_LENGTH, Assistant, AssistantVersion
 from durable.models.audit import AuditEvent, AuditEventQuerySet, RetentionPolicy
@@ -14,6 +14,7 @@ from durable.models.checkpoints import (
     CheckpointWrite,
 )
 from durable.models.crons import Cron
+from durable.models.drills import DrillExecution, DrillReport
 from durable.models.runs import SEQ_ATTEMPTS, Run, RunEvent, RunEventManager, Thread, numbered
 from durable.models.store import StoreItem
 from durable.models.tenancy import ApiToken, Membership, Role, Tenant
@@ -32,6 +33,8 @@ __all__ = [
     "CheckpointBlob",
     "CheckpointWrite",
     "Cron",
+    "DrillExecution",
+    "DrillReport",
     "GraphVersion",
     "Membership",
     "RetentionPolicy",

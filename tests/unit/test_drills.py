@@ -1,0 +1,125 @@
+"""The fault drills without workers: the drill graph is nobody's to start, the last
+reports show on the Operations page (with the reasons for staff only), the admin lists
+them and only those allowed may run the drills. The drills themselves, on real
+workers: ``tests/worker/test_drills.py``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from durable import drills, engine
+from durable.graphs import DRILL_GRAPH, get_graph, graph_names
+from durable.models import DrillReport, Role, Tenant, Thread
+from durable.tenancy import create_token
+from tests.helpers.users import member
+
+pytestmark = pytest.mark.django_db
+
+FAILED_KILL = {
+    "name": "kill",
+    "outcome": "failed",
+    "seconds": None,
+    "detail": "run still running after 15 s: no worker recovered it",
+}
+PASSED_TIMEOUT = {"name": "timeout", "outcome": "passed", "seconds": 0.51, "detail": "handler ran"}
+
+
+def report(minutes_ago: int, *results: dict) -> DrillReport:
+    at = timezone.now() - timedelta(minutes=minutes_ago)
+    return DrillReport.objects.create(
+        started_at=at,
+        finished_at=at + timedelta(seconds=30),
+        workers=2,
+        passed=all(r["outcome"] != "failed" for r in results),
+        results=list(results),
+    )
+
+
+def test_the_drill_graph_is_registered_but_not_a_graph_tenants_see():
+    assert DRILL_GRAPH not in graph_names()
+    assert get_graph(DRILL_GRAPH).name == DRILL_GRAPH
+
+
+def test_the_api_does_not_start_the_drill_graph():
+    key = create_token(Tenant.default(), "ops", role=Role.OPERATOR)[1]
+    api = Client(headers={"x-api-key": key})
+    response = api.post(
+        "/api/runs", {"assistant_id": DRILL_GRAPH, "input": {"drill": "kill"}}, "application/json"
+    )
+    assert response.status_code in (404, 422), response.content
+    assert DRILL_GRAPH in response.content.decode()
+    assert not Thread.objects.filter(graph=DRILL_GRAPH).exists()
+
+
+def test_an_unknown_drill_name_is_refused_naming_the_drills():
+    with pytest.raises(drills.UnknownDrill, match="Drills: kill, timeout, retry, database, drain"):
+        drills.run_drills(["kill", "fire"])
+    assert not DrillReport.objects.exists()
+
+
+def test_clean_up_removes_the_drill_tenants_threads_only():
+    theirs = engine.create_thread("chat")
+    ours = engine.create_thread(DRILL_GRAPH, tenant=drills.drill_tenant())
+    assert drills.clean_up(drills.drill_tenant()) == 1
+    assert Thread.objects.filter(pk=theirs.pk).exists()
+    assert not Thread.objects.filter(pk=ours.pk).exists()
+
+
+def test_the_report_text_says_each_drill_and_its_recovery_time():
+    text = drills.report_text(report(0, FAILED_KILL, PASSED_TIMEOUT))
+    assert "FAILED" in text.splitlines()[0]
+    assert "  kill      FAILED   run still running after 15 s: no worker recovered it" in text
+    assert "  timeout   PASSED   recovered in 0.51 s; handler ran" in text
+
+
+def test_the_operations_page_shows_the_last_drills_with_reasons_for_staff_only():
+    report(10, PASSED_TIMEOUT)
+    report(1, FAILED_KILL, PASSED_TIMEOUT)
+    operator = Client()
+    operator.force_login(member("olga"))
+    text = operator.get(reverse("operations")).content.decode()
+    section = text[text.index('id="h-drills"') :]
+    assert section.index("failed") < section.index("passed")  # newest first
+    assert "<strong>timeout</strong> passed (0.51 s)" in section
+    assert "<strong>kill</strong> failed" in section
+    assert "no worker recovered it" not in section
+
+    staff = member("stella")
+    staff.is_staff = True
+    staff.save()
+    client = Client()
+    client.force_login(staff)
+    section = client.get(reverse("operations")).content.decode()
+    assert "<strong>kill</strong> failed: run still running after 15 s" in section
+
+
+def test_the_operations_page_says_when_no_drill_ran():
+    client = Client()
+    client.force_login(member("olga"))
+    assert "No fault drill has run yet" in client.get(reverse("operations")).content.decode()
+
+
+def test_in_the_admin_staff_read_the_reports_and_only_those_allowed_run_drills():
+    report(1, FAILED_KILL)
+    staff = member("stella", role=Role.ADMIN)
+    staff.is_staff = True
+    staff.save()
+    client = Client()
+    client.force_login(staff)
+    listing = client.get(reverse("admin:durable_drillreport_changelist"))
+    assert listing.status_code == 200
+    assert "kill failed" in listing.content.decode()
+    assert "Run fault drills" not in listing.content.decode()
+    run = reverse("admin:durable_drill_run")
+    assert client.post(run).status_code == 403
+    assert client.get(run).status_code == 405
+
+    staff.user_permissions.add(Permission.objects.get(codename="add_drillreport"))
+    client.force_login(staff)
+    assert "Run fault drills" in client.get(listing.request["PATH_INFO"]).content.decode()
