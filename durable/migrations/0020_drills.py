@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('durable', '0018_audit_reveal_action'),
+        ('durable', '0019_run_created_index'),
     ]
 
     operations = [
