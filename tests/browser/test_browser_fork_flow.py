@@ -63,7 +63,7 @@ def test_fork_from_the_tree_runs_in_two_clicks_with_a_live_preview(page, web, wo
     expect(changes.get_by_role("row", name=re.compile("amount"))).to_contain_text("5")
     expect(preview.get_by_test_id("preview-next")).to_contain_text("request_approval")
     panel.get_by_label("Reason (required)").fill("Finance corrected the amount")
-    shot(page, "fork-beside-the-tree")
+    shot(page.locator("#tree"), "fork-beside-the-tree")
     click(panel.get_by_role("button", name="Fork and run"))
 
     expect(page).to_have_url(re.compile(r"/runs/\d+/$"))
