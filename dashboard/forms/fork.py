@@ -73,6 +73,8 @@ class ForkForm(forms.Form):
         self.fields["as_node"].choices = [("", "Choose a node")] + [(n, n) for n in shape.nodes]
         self.fields["as_node"].initial = next((w for w in writers if w in shape.nodes), "")
         prefill = migration.values if migration else {}
+        # What the form's own first values change (a migration's), before any edit.
+        self.initial_values = dict(prefill) or None
         if migration:
             self.fields["as_node"].initial = migration.as_node or ""
             self.fields["reason"].initial = f"Migrate to {migration.version.name}"

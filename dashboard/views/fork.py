@@ -129,7 +129,7 @@ def preview(thread, checkpoint_id: str, form: ForkForm) -> dict:
         blocking = {name: e for name, e in form.errors.items() if name != "reason"}
     else:
         blocking = {}
-        form.values = None
+        form.values = form.initial_values
     if not blocking:
         try:
             found = engine.preview_fork(thread, checkpoint_id, form.values, as_node=as_node)

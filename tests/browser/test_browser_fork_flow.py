@@ -74,6 +74,37 @@ def test_fork_from_the_tree_runs_in_two_clicks_with_a_live_preview(page, web, wo
     assert engine.thread_state(thread).values["amount"] == 5
 
 
+def test_editing_a_message_of_the_transcript_forks_and_runs_from_it(page, web, worker):
+    run = finished(engine.start("chat", {"messages": [{"type": "human", "content": "hi"}]}))
+    assert run.status == Run.Status.SUCCESS
+    thread = Thread.objects.get(pk=run.thread_pk)
+    [step_0] = [s for s in engine.thread_history(thread) if s.metadata["step"] == 0]
+    checkpoint = step_0.config["configurable"]["checkpoint_id"]
+    [asked] = step_0.values["messages"]
+    page.goto(f"{web.url}/threads/{thread.pk}/")
+    click = Clicks()
+
+    click(node(page, checkpoint).get_by_role("link", name=re.compile("^Fork from step")))
+    panel = page.locator("#checkpoint-detail #fork-panel")
+    message = panel.get_by_label("human message 1")
+    expect(message).to_have_value("hi")
+    message.fill("hello instead")
+    preview = panel.get_by_test_id("fork-preview")
+    expect(preview.get_by_test_id("changes")).to_contain_text(f"messages[id={asked.id}].content")
+    expect(preview.get_by_test_id("preview-next")).to_contain_text("respond")
+    panel.get_by_label("Reason (required)").fill("Ask it differently")
+    shot(page.locator("#tree"), "fork-a-message")
+    click(panel.get_by_role("button", name="Fork and run"))
+
+    expect(page.get_by_test_id("run-status")).to_have_text("success")
+    assert click.count == 2
+    messages = engine.thread_state(thread).values["messages"]
+    # The human message replaced where it was (its id kept), then answered anew.
+    assert [(m.id, m.content) for m in messages[:1]] == [(asked.id, "hello instead")]
+    assert messages[-1].content.startswith("You said: hello instead.")
+    assert len(messages) == 2
+
+
 def test_the_preview_shows_the_graphs_refusal_on_the_field(page, web, worker):
     thread = interrupted_claim()
     checkpoint = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
