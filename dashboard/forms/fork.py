@@ -26,8 +26,10 @@ from durable.values import is_message
 
 # The kinds of ``schema_form`` that a state key is edited as, rather than as JSON.
 TYPED_KINDS = ("string", "text", "integer", "number", "boolean", "choice")
-# What a message edited in the transcript keeps besides its type, text and id.
-MESSAGE_KEEPS = ("name", "tool_call_id", "tool_calls")
+# What a message edited in the transcript keeps besides its type, text and id: what
+# LangChain's message dicts carry through ``add_messages`` to the same field (the stored
+# values, never the masks shown).
+MESSAGE_KEEPS = ("name", "tool_call_id", "tool_calls", "additional_kwargs", "response_metadata")
 
 
 class ForkForm(forms.Form):
@@ -104,7 +106,7 @@ class ForkForm(forms.Form):
             state_key = StateKey(key, combined, key in current, self[f"state-{key}"], len(start))
             if not too_large and key not in prefill:
                 if combined:
-                    state_key.transcript = self._transcript(key, shown.get(key))
+                    state_key.transcript = self._transcript(key, shown.get(key), current.get(key))
                 elif key in current:
                     state_key.typed = self._typed(key, (schema or {}).get(key), shown[key])
             self.keys.append(state_key)
@@ -126,9 +128,10 @@ class ForkForm(forms.Form):
         node.required = False  # left empty, the key is kept as it is
         return fields
 
-    def _transcript(self, key: str, value: Any) -> list[Message]:
-        """The messages of ``key`` whose text can be edited, when ``value`` is a list of
-        messages that all have ids (else ``[]``)."""
+    def _transcript(self, key: str, value: Any, stored: Any) -> list[Message]:
+        """The messages of ``key`` whose text can be edited, when ``value`` (as shown,
+        masked; ``stored``: as stored) is a list of messages that all have ids (else
+        ``[]``)."""
         if not isinstance(value, list) or not value:
             return []
         if not all(is_message(m) and m.get("id") for m in value):
@@ -141,7 +144,7 @@ class ForkForm(forms.Form):
                 self.fields[name] = forms.CharField(
                     required=False, strip=False, initial=message["content"], label=message["type"]
                 )
-            transcript.append(Message(message, self[name] if editable else None))
+            transcript.append(Message(message, stored[i], self[name] if editable else None))
         return transcript
 
     def field_for(self, error_field: str) -> str | None:
@@ -227,10 +230,12 @@ def parse_json_on(name: str, text: str, subject: str) -> Any:
 
 @dataclass
 class Message:
-    """One message of a transcript: ``message`` as JSON (``type``, ``content``, ``id``
-    ...), and ``field``, its text's input (``None``: its content is no text)."""
+    """One message of a transcript: ``message`` as JSON and shown (``type``,
+    ``content``, ``id`` ..., masked), ``stored`` as stored, and ``field``, its text's
+    input (``None``: its content is no text)."""
 
     message: dict
+    stored: dict
     field: BoundField | None
 
     def edited(self, data) -> dict | None:
@@ -242,7 +247,7 @@ class Message:
         if text == self.message["content"]:
             return None
         sent = {"type": self.message["type"], "content": text, "id": self.message["id"]}
-        sent.update({k: self.message[k] for k in MESSAGE_KEEPS if self.message.get(k)})
+        sent.update({k: self.stored[k] for k in MESSAGE_KEEPS if self.stored.get(k)})
         return sent
 
 
