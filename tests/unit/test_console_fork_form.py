@@ -9,7 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.forms import ForkForm
 from durable import engine
+from durable.engine import GraphShape
 from durable.graphs import get_graph
 from durable.models import Thread
 from tests.helpers.threads import at_interrupt, everything, head
@@ -155,3 +157,29 @@ def test_a_viewer_sees_no_fork_on_the_tree_and_may_not_preview(db):
         reverse("fork-preview", args=[thread.pk, head(thread)]), {"as_node": "validate"}
     )
     assert response.status_code == 403
+
+
+def test_booleans_enums_and_integers_are_inputs_of_their_type():
+    shape = GraphShape(("__start__", "work"), (), ("urgent", "tier", "n"), frozenset())
+    schema = {
+        "urgent": {"type": "boolean"},
+        "tier": {"enum": ["gold", "silver"], "type": "string"},
+        "n": {"type": "integer"},
+    }
+    current = {"urgent": True, "tier": "gold", "n": 3}
+
+    def form(data=None):
+        return ForkForm(shape, current, ["work"], data, schema=schema)
+
+    kinds = {key.key: key.typed.root.kind for key in form().keys}
+    assert kinds == {"urgent": "boolean", "tier": "choice", "n": "integer"}
+    base = {"as_node": "work", "reason": "r", "state-urgent": "true", "state-tier": '"gold"'}
+    edited = form({**base, "typed-urgent": "false", "typed-tier": "silver", "typed-n": "4"})
+    assert edited.is_valid(), edited.errors
+    assert edited.values == {"urgent": False, "tier": "silver", "n": 4}
+    unchanged = form({**base, "typed-urgent": "true", "typed-tier": "gold", "typed-n": "3"})
+    assert unchanged.is_valid() and unchanged.values is None
+    wrong = form({**base, "typed-tier": "bronze", "typed-n": "3.5"})
+    assert not wrong.is_valid()
+    assert "tier: bronze is not one of the choices." in wrong.errors["typed-tier"]
+    assert "n must be a whole number." in wrong.errors["typed-n"]
