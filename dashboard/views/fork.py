@@ -125,7 +125,7 @@ def preview(thread, checkpoint_id: str, form: ForkForm) -> dict:
     as_node = form["as_node"].value() or None
     result = {"preview_as_node": as_node, "preview_refused": False}
     if form.is_bound:
-        form.errors  # noqa: B018  (validates the form, so that form.values is set)
+        form.is_valid()  # sets form.values; the reason is not needed for a preview
         blocking = {name: e for name, e in form.errors.items() if name != "reason"}
     else:
         blocking = {}
