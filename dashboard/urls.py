@@ -13,6 +13,7 @@ from dashboard.views import (
     checkpoints,
     crons,
     divergence,
+    fork,
     history,
     inbox,
     metrics,
@@ -75,8 +76,11 @@ urlpatterns = [
     path("inbox/threads/<int:pk>/", inbox.inbox_thread, name="inbox-thread"),
     path("inbox/threads/<int:pk>/answer/", inbox.answer, name="inbox-answer"),
     path("inbox/threads/<int:pk>/close/", inbox.close, name="inbox-close"),
+    path("threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/fork/", fork.fork, name="fork"),
     path(
-        "threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/fork/", actions.fork, name="fork"
+        "threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/fork/preview/",
+        fork.fork_preview,
+        name="fork-preview",
     ),
     path(
         "threads/<int:pk>/checkpoints/<checkpoint:checkpoint_id>/replay/",

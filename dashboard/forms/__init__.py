@@ -1,12 +1,11 @@
 """Every form of the console, by what it is for: ``resume`` (answering interrupts),
-``actions`` (start, fork, replay, close), ``crons`` (a new cron), ``queries`` (the GET
+``actions`` (start, replay, close), ``fork``, ``crons`` (a new cron), ``queries`` (the GET
 parameters of a page), ``filters`` (the list pages' filters); ``fields`` holds what
 they share, ``schema_form`` the fields built from a JSON Schema (typed answers, start
 inputs)."""
 
 from dashboard.forms.actions import (
     CloseForm,
-    ForkForm,
     ReplayForm,
     StartRunForm,
     refusal,
@@ -14,6 +13,7 @@ from dashboard.forms.actions import (
 )
 from dashboard.forms.crons import CronForm
 from dashboard.forms.filters import AuditFilter, BadFilter, ThreadFilter, parse_filter, store_page
+from dashboard.forms.fork import ForkForm
 from dashboard.forms.queries import (
     DiffForm,
     GraphForm,

@@ -1,20 +1,18 @@
-"""The forms of the actions that change a thread: start a run, fork, replay, close without
-an answer; and what an operator is told when ``durable.engine`` refuses one."""
+"""The forms of the actions that change a thread: start a run, replay, close without an
+answer (fork: ``dashboard.forms.fork``); and what an operator is told when
+``durable.engine`` refuses one."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from django import forms
 from django.forms import BoundField
 
 from dashboard.forms.fields import parse_json, reason_field
 from dashboard.forms.schema_form import SchemaFields
-from dashboard.present import values
 from durable import engine
 from durable.graphs import example_input, graph_names
-from durable.redaction import redact, restore
 
 
 class GraphInputForm(forms.Form):
@@ -116,132 +114,6 @@ def start_forms(form: StartRunForm) -> dict:
     ]
     orphan_errors = form.errors if form.is_bound and submitted not in graph_names() else {}
     return {"start_forms": per_graph, "orphan_errors": orphan_errors}
-
-
-class ForkForm(forms.Form):
-    """Fork at a checkpoint: ``as_node`` (one of the graph's nodes, by default the
-    first node that wrote the checkpoint), a ``reason``, ``run_after``, and one JSON
-    field ``state-<key>`` per state key.
-
-    A key whose channel replaces its value starts with the value at the checkpoint;
-    a key whose channel combines updates with a reducer starts empty (what is written
-    there is added, as the graph's own nodes add to it). Only keys whose value changed
-    are sent (an empty box keeps its key as it is), so values the console cannot show
-    as JSON stay as they are. After validation ``values`` is ``{key: value}`` of the
-    changed keys, or ``None`` when none changed (the update then only counts as
-    ``as_node``).
-
-    Sensitive values (``durable.redaction``) start masked, and a mask sent back where
-    the form showed it keeps the stored value: the mask is never written."""
-
-    as_node = forms.ChoiceField(
-        label="Update as node (as_node)",
-        error_messages={
-            "required": "Choose the node this update counts as.",
-            "invalid_choice": "as_node: %(value)s is not a node of this graph.",
-        },
-    )
-    run_after = forms.BooleanField(
-        required=False, initial=True, label="Run the graph from the fork at once"
-    )
-
-    def __init__(self, shape, current: dict, writers: list[str], *args, migration=None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["reason"] = reason_field("Say why you fork: the reason is kept with it.")
-        self.fields["as_node"].choices = [("", "Choose a node")] + [(n, n) for n in shape.nodes]
-        self.fields["as_node"].initial = next((w for w in writers if w in shape.nodes), "")
-        prefill = migration.values if migration else {}
-        if migration:
-            self.fields["as_node"].initial = migration.as_node or ""
-            self.fields["reason"].initial = f"Migrate to {migration.version.name}"
-        self.shape = shape
-        self.current = current
-        self.keys = []
-        shown = redact(current)
-        for key in shape.state_keys:
-            combined = key in shape.combined_keys
-            start = (
-                ""
-                if combined or key not in current
-                else json.dumps(shown[key], indent=2, ensure_ascii=False)
-            )
-            if key in prefill:
-                start = json.dumps(prefill[key], indent=2, ensure_ascii=False)
-            too_large = len(start) > values.EDIT_LIMIT
-            self.fields[f"state-{key}"] = forms.CharField(
-                required=False,
-                strip=False,
-                initial="" if too_large else start,
-                label=key,
-                widget=forms.Textarea,
-            )
-            self.keys.append(
-                StateKey(key, combined, key in current, self[f"state-{key}"], len(start))
-            )
-
-    def field_for(self, error_field: str) -> str | None:
-        """The form field an ``InvalidRequest`` field maps to (``None``: the form). An
-        update the graph could not apply (``values``) lands on the state key's box when
-        only one key was changed, since that key is then the one at fault (``values.x``,
-        text the database cannot hold, is key ``x``'s)."""
-        error_field, _, key = error_field.partition(".")
-        if error_field == "values" and f"state-{key.partition('.')[0]}" in self.fields:
-            return f"state-{key.partition('.')[0]}"
-        if error_field == "as_node":
-            return "as_node"
-        if error_field == "values" and self.values and len(self.values) == 1:
-            return f"state-{next(iter(self.values))}"
-        return None
-
-    def clean(self):
-        cleaned = super().clean()
-        unknown = sorted(
-            name.removeprefix("state-")
-            for name in self.data
-            if name.startswith("state-") and name not in self.fields
-        )
-        if unknown:
-            keys = ", ".join(unknown)
-            self.add_error(
-                None,
-                f"The state of this graph has no key {keys}; its keys are "
-                f"{', '.join(k.key for k in self.keys)}.",
-            )
-        values = {}
-        for key in self.keys:
-            text = cleaned.get(key.field.name, "")
-            if not text.strip():
-                continue  # an empty box keeps the key as it is
-            try:
-                value = parse_json(text, f"{key.key}: the value is")
-            except forms.ValidationError as exc:
-                self.add_error(key.field.name, exc)
-                continue
-            if key.present:
-                value = restore(value, self.current[key.key])
-            if key.combined or not key.present or value != self.current[key.key]:
-                values[key.key] = value
-        self.values = values or None
-        return cleaned
-
-
-@dataclass
-class StateKey:
-    """One state key on the fork form: ``combined`` when its channel has a reducer,
-    ``present`` when the checkpoint has a value for it; ``too_large`` when the value
-    is too long to put in the form."""
-
-    key: str
-    combined: bool
-    present: bool
-    field: BoundField
-    # The length of the value as JSON text; past ``values.EDIT_LIMIT`` the box starts
-    # empty (which keeps the value) rather than carry it.
-    size: int = 0
-
-    @property
-    def too_large(self) -> bool:
-        return self.size > values.EDIT_LIMIT
 
 
 class ReplayForm(forms.Form):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from durable.diffs import ADDED, CHANGED, REMOVED, Change, changes, path_text
-from durable.redaction import MASK, masked_paths, value_at
+from durable.redaction import MASK, masked_paths, redact, value_at
 from durable.values import pretty
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "masked_changes",
     "path_text",
     "side_by_side",
+    "state_changes",
 ]
 
 CONTEXT_LINES = 3
@@ -54,6 +55,15 @@ def masked_changes(a: Any, b: Any) -> list[Change]:
         for path in masked_paths(a)
         if path in in_b and value_at(a, path) != value_at(b, path)
     ]
+
+
+def state_changes(a: Any, b: Any) -> list[Change]:
+    """The paths that differ from state ``a`` to state ``b``, masked before they are
+    compared (a secret that changed is named, masked), in path order."""
+    return sorted(
+        changes(redact(a), redact(b)) + masked_changes(a, b),
+        key=lambda c: c.path,
+    )
 
 
 def side_by_side(a: Any, b: Any, context: int = CONTEXT_LINES) -> list[Line]:

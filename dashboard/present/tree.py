@@ -45,10 +45,18 @@ class TreeRow:
     li: str = ""
 
 
-def tree_context(thread: Thread, *, ns: str = "", before: str = "", after: str = "") -> dict:
+def tree_context(
+    thread: Thread,
+    *,
+    ns: str = "",
+    before: str = "",
+    after: str = "",
+    actions: bool = False,
+) -> dict:
     """What the tree partial draws: ``rows``, ``layout``, ``page`` and page links, for
     the ``TREE_PAGE`` checkpoints of ``thread`` in namespace ``ns`` before or after a
-    checkpoint id (the newest when neither)."""
+    checkpoint id (the newest when neither). With ``actions`` (an operator's page), each
+    checkpoint of the graph itself (not of a subgraph) offers Fork and Replay."""
     page = history.tree_page(
         thread.thread_id, ns, before=before or None, after=after or None, limit=TREE_PAGE
     )
@@ -60,7 +68,7 @@ def tree_context(thread: Thread, *, ns: str = "", before: str = "", after: str =
     diff_b = rows[0].node.checkpoint_id if rows else ""
     for row in rows:
         row.svg = svg_node(row)
-        row.li = list_item(row, diff_a, diff_b)
+        row.li = list_item(row, diff_a, diff_b, actions=actions and not ns, thread=thread)
     base = reverse("thread-history", args=[thread.pk])
     links = {}
     if page.nodes and page.newer:
@@ -153,9 +161,12 @@ def svg_node(row) -> SafeString:
     )
 
 
-def list_item(row, diff_a: str, diff_b: str) -> SafeString:
+def list_item(
+    row, diff_a: str, diff_b: str, *, actions: bool = False, thread: Thread | None = None
+) -> SafeString:
     """The row's <li>: A/B radio buttons, the step (linking to the inspector, into
-    the detail pane with htmx), source, writers, badges and time, all in words."""
+    the detail pane with htmx), source, writers, badges and time, all in words; with
+    ``actions``, Fork and Replay (the forms open in the pane, or as pages)."""
     node = row.node
     step = "?" if node.step is None else node.step
     return format_html(
@@ -163,7 +174,7 @@ def list_item(row, diff_a: str, diff_b: str) -> SafeString:
         '<span class="pick">{a}{b}</span>'
         '<a href="{url}" class="step" hx-get="{url}" hx-target="#checkpoint-detail"'
         ' hx-swap="innerHTML">step {step}</a>'
-        '<span class="source source-{source}">{source}</span>{details}</li>',
+        '<span class="source source-{source}">{source}</span>{details}{actions}</li>',
         id=node.checkpoint_id,
         source=node.source,
         lane=row.lane,
@@ -172,7 +183,22 @@ def list_item(row, diff_a: str, diff_b: str) -> SafeString:
         url=row.url,
         step=step,
         details=_details(row),
+        actions=_actions(thread, node, step) if actions and thread is not None else "",
     )
+
+
+def _actions(thread: Thread, node, step) -> SafeString:
+    links = format_html_join(
+        "",
+        '<a href="{}" class="button small {}" hx-get="{}" hx-target="#checkpoint-detail"'
+        ' hx-swap="innerHTML" aria-label="{} from step {}">{}</a>',
+        (
+            (url, kind, url, label, step, label)
+            for kind, label in (("fork", "Fork"), ("replay", "Replay"))
+            for url in [reverse(kind, args=[thread.pk, node.checkpoint_id])]
+        ),
+    )
+    return format_html('<span class="cp-actions">{}</span>', links)
 
 
 def _radio(name: str, side: str, node, step, chosen: str) -> SafeString:

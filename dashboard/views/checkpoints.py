@@ -155,12 +155,7 @@ def checkpoint_diff(request, pk: int):
         "ns": ns,
         "a": checkpoint.diff_side(thread, a, a_id, ns),
         "b": checkpoint.diff_side(thread, b, b_id, ns),
-        # Masked before they are compared; a secret that changed is named, masked.
-        "changes": sorted(
-            diffs.changes(redact(a.values), redact(b.values))
-            + diffs.masked_changes(a.values, b.values),
-            key=lambda c: c.path,
-        ),
+        "changes": diffs.state_changes(a.values, b.values),
         "lines": diffs.side_by_side(redact(a.values), redact(b.values)),
         "swap_url": reverse("diff", args=[thread.pk]) + query_params(a=b_id, b=a_id, ns=ns),
     }

@@ -25,6 +25,6 @@ def thread_history(request, pk: int):
     if not form.is_valid():
         context = {"thread": thread, "tree": None, "tree_errors": form_errors(form)}
         return render(request, "dashboard/history.html", context, status=400)
-    tree = tree_context(thread, **form.cleaned_data)
+    tree = tree_context(thread, **form.cleaned_data, actions=access.may_act_here(request))
     context = {"thread": thread, "tree": tree}
     return render_page(request, "dashboard/history.html", context, target="tree", part="tree")

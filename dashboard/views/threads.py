@@ -142,7 +142,7 @@ def _render_thread(request, thread, form=None, status=200):
         "last_seq": active_run.highest_seq() if active_run else 0,
         "state": state,
         # The first page of the checkpoint tree; older pages are on the history page.
-        "tree": tree_context(thread),
+        "tree": tree_context(thread, actions=access.may_act_here(request)),
         "recent_runs": list(thread.runs.select_related("assistant")[:10]),
         "active_run": active_run,
         "pending": pending,

@@ -18,7 +18,9 @@ assistants show them (``durable.engine.assistants``): ``graph_json``, ``graph_sc
 the one rule every surface that starts runs calls), ``find_assistant``,
 ``create_assistant``, ``update_assistant``, ``set_latest_version``,
 ``delete_assistant``; what an update would run next, written nowhere
-(``durable.engine.update``): ``next_after_update``. A thread's ``active_run``
+(``durable.engine.update``): ``next_after_update``, and the whole fork as it would turn
+out (its state after reducers, its next tasks): ``preview_fork``; what each state key
+takes, as JSON schemas: ``state_schema``. A thread's ``active_run``
 (``durable.engine.policy``). Schema drift (``durable.engine.drift``): ``thread_drift``
 (how a thread's newest checkpoint no longer fits the deployed graph, or ``None``),
 ``drifted_threads``, ``migration`` (the fork that fits it again), ``check_fits``; and
@@ -95,7 +97,13 @@ from durable.engine.threads import (
     runs_to_cancel,
     set_on_completion,
 )
-from durable.engine.update import NOTHING_NEXT, next_after_update
+from durable.engine.update import (
+    NOTHING_NEXT,
+    ForkPreview,
+    next_after_update,
+    preview_fork,
+    state_schema,
+)
 from durable.engine.versions import deployed_version
 
 __all__ = [
@@ -137,6 +145,9 @@ __all__ = [
     "GraphShape",
     "graph_shape",
     "next_after_update",
+    "ForkPreview",
+    "preview_fork",
+    "state_schema",
     "NOTHING_NEXT",
     "graph_json",
     "graph_schemas",

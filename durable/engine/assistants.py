@@ -40,15 +40,21 @@ def graph_json(name: str, xray: bool | int = False) -> dict:
     return drawn
 
 
-def _state_schema(compiled) -> dict:
-    """A JSON schema with one property per state key, typed by what its channel takes
-    (``Any`` where the type has no JSON schema)."""
+def state_properties(compiled) -> dict:
+    """``{key: JSON schema}``, one per state key of ``compiled``, typed by what its
+    channel takes (``{}``, any value, where the type has no JSON schema)."""
     properties = {}
     for key in compiled.stream_channels_list:
         try:
             properties[key] = TypeAdapter(compiled.channels[key].UpdateType).json_schema()
         except Exception:  # noqa: BLE001  (a type pydantic cannot describe is any value)
             properties[key] = {}
+    return properties
+
+
+def _state_schema(compiled) -> dict:
+    """A JSON schema with one property per state key (``state_properties``)."""
+    properties = state_properties(compiled)
     return {"title": compiled.get_name("State"), "type": "object", "properties": properties}
 
 

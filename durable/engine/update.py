@@ -1,6 +1,7 @@
 """LangGraph's ``update_state`` as the engine applies it: for real, in the caller's
 transaction (``apply``), or on a sandbox that writes nothing, to tell what the update's
-checkpoint would run next (``next_after_update``).
+checkpoint would run next (``next_after_update``) and what its state would be
+(``preview_fork``).
 
 What runs after an update is LangGraph's to say, not the drawing's: a node that routes
 with ``Command(goto=...)`` has no edges to follow, and its update without a ``goto``
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -28,6 +30,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.errors import InvalidUpdateError
 
+from durable.engine.assistants import state_properties
 from durable.engine.checks import COPY, InvalidRequest, check_update, checkpoint_config
 from durable.engine.state import graph_of
 from durable.models import Thread
@@ -73,11 +76,36 @@ def next_after_update(
     ``()`` when the thread would end there. Nothing is written: the update runs on a
     ``Sandbox``. Raises ``InvalidRequest`` as ``fork`` would refuse the update
     (``checkpoint_id``, ``as_node``, ``values``)."""
+    return preview_fork(thread, checkpoint_id, values, as_node=as_node).next
+
+
+@dataclass(frozen=True)
+class ForkPreview:
+    """What a fork would write, computed by LangGraph on a ``Sandbox``: ``before``, the
+    checkpoint's state values; ``after``, the values of the checkpoint the fork would
+    write (the update passed through the channels' reducers: ``add_messages`` appends,
+    or replaces a message of the same id); ``next``, the tasks LangGraph would run from
+    it (``()``: the thread would end there)."""
+
+    before: dict
+    after: dict
+    next: tuple[str, ...]
+
+
+def preview_fork(
+    thread: Thread, checkpoint_id: str, values: Any = None, *, as_node: str | None = None
+) -> ForkPreview:
+    """``fork(thread, checkpoint_id, values, as_node=as_node)`` as it would turn out,
+    writing nothing: LangGraph's own ``update_state`` and ``get_state`` on a ``Sandbox``
+    over the thread's saver. Raises ``InvalidRequest`` as ``fork`` would refuse the
+    update (``checkpoint_id``, ``as_node``, ``values``)."""
     base = checkpoint_config(thread, checkpoint_id)
     compiled = graph_of(thread)
     check_update(compiled, values, as_node)
     sandboxed = compiled.copy({"checkpointer": Sandbox(compiled.checkpointer)})
-    return sandboxed.get_state(apply(sandboxed, base, values, as_node)).next
+    before = sandboxed.get_state(base)
+    after = sandboxed.get_state(apply(sandboxed, base, values, as_node))
+    return ForkPreview(before=before.values, after=after.values, next=after.next)
 
 
 class Sandbox(BaseCheckpointSaver):
@@ -135,3 +163,10 @@ class Sandbox(BaseCheckpointSaver):
 
     def get_next_version(self, current, channel=None):
         return self.base.get_next_version(current, channel)
+
+
+def state_schema(thread: Thread) -> dict:
+    """``{key: JSON schema}``: what each state key of the thread's graph takes, by its
+    channel's type (``{}`` where the type has no JSON schema), for a form that edits
+    values as what they are. Raises ``InvalidRequest("thread")`` for a bare thread."""
+    return state_properties(graph_of(thread))

@@ -117,7 +117,7 @@ def test_fork_with_another_as_node_runs_from_the_changed_state(page, web, worker
     expect(page.get_by_text("is the node this update counts as")).to_be_visible()
 
     page.get_by_label("Update as node (as_node)").select_option("validate")
-    page.locator("#state-amount").fill("5")
+    page.get_by_label("amount", exact=True).fill("5")
     page.locator("#state-problems").fill("[]")
     page.get_by_label("Reason (required)").fill("Finance corrected the amount")
     shot(page, "fork-form")
@@ -140,7 +140,7 @@ def test_replay_runs_the_nodes_again(page, web, worker):
     finished(engine.resume(thread, {"decisions": [{"type": "approve"}]}))
     page.goto(f"{web.url}/threads/{thread.pk}/checkpoints/{checkpoint}/replay/")
     expect(page.get_by_text("These nodes run again, with their side effects.")).to_be_visible()
-    expect(page.locator("section").filter(has_text="What runs")).to_contain_text("request_approval")
+    expect(page.locator("section[aria-labelledby=nodes-h]")).to_contain_text("request_approval")
     page.get_by_label("Reason (required)").fill("Check the approval step again")
     shot(page, "replay-confirm")
     page.get_by_role("button", name="Replay from here").click()

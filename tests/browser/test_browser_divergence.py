@@ -95,7 +95,7 @@ def test_a_forks_run_shows_its_update_as_the_first_divergent_step(page, web, wor
     at = before(thread, "double")
     page.goto(f"{web.url}/threads/{thread.pk}/checkpoints/{at}/fork/")
     expect(page.get_by_label("Update as node (as_node)")).to_have_value("prepare")
-    page.locator("#state-number").fill("10")
+    page.get_by_label("number", exact=True).fill("10")
     page.get_by_label("Reason (required)").fill("Start from ten")
     page.get_by_role("button", name="Fork").click()
     expect(page).to_have_url(re.compile(r"/runs/\d+/$"))

@@ -62,7 +62,7 @@ def test_the_tree_shows_a_forks_new_branch(forked, page, web):
     shot(tree, "thread-tree")
 
     # A step opens the inspector in the pane below the tree, focused on its heading.
-    fork_row.get_by_role("link", name=re.compile(r"step")).click()
+    fork_row.get_by_role("link", name=re.compile(r"^step")).click()
     heading = page.locator("#checkpoint-detail h2")
     expect(heading).to_contain_text("update")
     expect(heading).to_be_focused()

@@ -86,6 +86,9 @@ def test_migrate_prefills_the_fork_whose_run_then_goes_on_on_the_deployed_graph(
     assert json.loads(html.unescape(prefilled.group(1))) == "budget"
     assert re.search(r'<option value="prepare"[^>]*selected', page)
     assert f'action="{url}"' in page
+    # The preview is the migration's, before any edit: subject set, prepare next.
+    preview = page[page.index('data-testid="fork-preview"') :]
+    assert "<code>subject</code>" in preview and "+ added" in preview
 
     response = client.post(
         url,

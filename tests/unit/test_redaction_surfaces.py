@@ -209,6 +209,26 @@ def test_the_fork_form_shows_masks_and_keeps_the_stored_values():
     assert MARKER in forked["api_key"]
 
 
+def test_a_message_edited_in_the_transcript_keeps_its_stored_secret_and_previews_masked():
+    thread, _ = _thread()
+    latest = head(thread)
+    operator = _as(Role.OPERATOR)
+    stored = engine.thread_state(thread).values["messages"][0]
+    edit = {"as_node": "collect", "msg-messages-0": "Charged twice."}
+
+    preview = operator.post(reverse("fork-preview", args=[thread.pk, latest]), edit)
+
+    assert preview.status_code == 200
+    _clean(preview.content.decode(), "the fork preview")
+    assert "<code>messages[id=m1].content</code>" in preview.content.decode()
+    url = reverse("fork", args=[thread.pk, latest])
+    response = operator.post(url, {**edit, "reason": "say it was twice"})
+    assert response.status_code == 303, response.content.decode()[:3000]
+    [forked] = engine.thread_state(thread).values["messages"]
+    assert (forked.id, forked.content) == ("m1", "Charged twice.")
+    assert forked.additional_kwargs == stored.additional_kwargs  # the secret, not its mask
+
+
 def test_an_admin_reveals_one_value_once_and_it_is_audited_a_viewer_cannot():
     thread, _ = _thread()
     latest = head(thread)

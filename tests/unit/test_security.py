@@ -44,6 +44,7 @@ CONSOLE = {
     "inbox-answer": ("POST", "thread", True),
     "inbox-close": ("POST", "thread", True),
     "fork": ("POST", "checkpoint", True),
+    "fork-preview": ("POST", "checkpoint", True),
     "replay": ("POST", "checkpoint", True),
     "run": ("GET", "run", False),
     "run-event": ("GET", "event", False),

@@ -76,7 +76,7 @@ def test_the_fork_page_defaults_to_the_writer_and_explains_as_node(client):
     assert "is the node this update counts as" in page
     assert "so what runs next is what LangGraph decides after that node" in page
     assert 'name="state-amount"' in page and "42.5" in page
-    assert 'name="run_after" id="run_after" checked' in page
+    assert '<button type="submit" name="run_after" value="on">Fork and run</button>' in page
 
 
 @pytest.mark.parametrize(
