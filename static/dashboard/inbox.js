@@ -1,9 +1,10 @@
 // The inbox's keys, as agent-inbox has them: move between entries and answer the focused
 // one by pressing its own buttons, so a key sends exactly what a click sends (the same
 // form, CSRF token and server checks). "?" opens the list of keys
-// (templates/dashboard/inbox.html, #inbox-keys). After an answer sent by key the inbox
-// comes back (the form's "next") and the entry now at the answered one's place, the next
-// interrupt, is focused.
+// (templates/dashboard/inbox.html, #inbox-keys). After an answer begun by a key (sent by
+// one, or by the button of an edit or a response a key opened) the inbox comes back (the
+// form's "next") and the entry now at the answered one's place, the next interrupt, is
+// focused.
 (function () {
   var FOCUS_KEY = "inbox-focus";
 
@@ -30,14 +31,8 @@
     focusEntry(all[next]);
   }
 
-  // Press the focused entry's button that sends ``value``, with the inbox to come back to.
-  function answer(entry, values) {
-    var button = null;
-    for (var i = 0; i < values.length && !button; i++) {
-      button = entry.querySelector('form.answer-form button[type=submit][value="' + values[i] + '"]');
-    }
-    if (!button) return false;
-    var form = button.form;
+  // The answer ``form`` sends the operator back to this inbox page.
+  function comeBack(form) {
     var back = form.querySelector('input[name="next"]');
     if (!back) {
       back = document.createElement("input");
@@ -46,8 +41,17 @@
       form.appendChild(back);
     }
     back.value = window.location.pathname + window.location.search;
-    sessionStorage.setItem(FOCUS_KEY, String(entries().indexOf(entry)));
-    form.requestSubmit(button);
+  }
+
+  // Press the focused entry's button that sends one of ``values``.
+  function answer(entry, values) {
+    var button = null;
+    for (var i = 0; i < values.length && !button; i++) {
+      button = entry.querySelector('form.answer-form button[type=submit][value="' + values[i] + '"]');
+    }
+    if (!button) return false;
+    comeBack(button.form);
+    button.form.requestSubmit(button);
     return true;
   }
 
@@ -58,6 +62,8 @@
       return summary && summary.textContent.indexOf(label) === 0;
     });
     if (!found) return false;
+    var form = found.closest("form.answer-form");
+    if (form) comeBack(form);
     found.open = true;
     var input = found.querySelector("input:not([type=hidden]), textarea, select, button");
     if (input) input.focus();
@@ -107,6 +113,15 @@
       default: done = false;
     }
     if (done) event.preventDefault();
+  });
+
+  // Where the next interrupt will be: the answered entry's place.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var entry = form.closest && form.closest("article.inbox-entry");
+    if (entry && form.querySelector('input[name="next"]')) {
+      sessionStorage.setItem(FOCUS_KEY, String(entries().indexOf(entry)));
+    }
   });
 
   document.addEventListener("DOMContentLoaded", function () {

@@ -4,9 +4,9 @@ fixed number of queries; bulk answers (one run and one audit event per interrupt
 kinds that differ refused with nothing changed); how long each interrupt waited and the
 tenant's overdue mark, also as a filter of the threads list.
 
-Waiting threads are run to their interrupt in this process (``at_interrupt``) and given
-the run a worker records when it stops there (``arrived``): its ``interrupts`` and its
-``ended_at``, when the interrupt arrived."""
+Waiting threads are run to their interrupt in this process and given the run a worker
+records when it stops there (``arrived``): its ``interrupts`` and its ``ended_at``, when
+the interrupt arrived."""
 
 from __future__ import annotations
 
@@ -22,24 +22,9 @@ from django.utils import timezone
 from dashboard.views import inbox as inbox_views
 from durable import engine
 from durable.models import AuditEvent, Run, Tenant, Thread
-from tests.helpers.threads import at_interrupt, everything
+from tests.helpers.threads import arrived, at_interrupt, everything
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def arrived(graph: str = "expense_approval", ago: timedelta = timedelta(minutes=5)) -> Thread:
-    """A thread of ``graph`` at its interrupt(s), with the run that stopped there ``ago``."""
-    thread = at_interrupt(graph)
-    pending = engine.pending_interrupts(thread)
-    Run.objects.create(
-        thread=thread,
-        graph=graph,
-        kind=Run.Kind.START,
-        status=Run.Status.INTERRUPTED,
-        ended_at=timezone.now() - ago,
-        interrupts=[{"id": i.id, "value": i.value} for i in pending],
-    )
-    return thread
 
 
 def shown(page: str) -> list[str]:
