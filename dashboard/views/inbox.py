@@ -75,6 +75,7 @@ def _render_inbox(request, bulk: BulkAnswerForm | None = None, status: int = 200
         request.GET.get("page")
     )
     graphs = [g | {"href": query.query(graph=g["graph"])} for g in graphs.order_by("graph")]
+    entries = [_entry(thread) for thread in page]
     context |= {
         "graphs": graphs,
         "all_graphs": query.query(graph=None),
@@ -85,7 +86,10 @@ def _render_inbox(request, bulk: BulkAnswerForm | None = None, status: int = 200
         "chosen": chosen,
         "total": waiting.count(),
         "page": page,
-        "entries": [_entry(thread) for thread in page],
+        "entries": entries,
+        # Bulk answers need two entries of a kind at least: no select boxes for fewer
+        # (but a refused bulk answer is shown with its error).
+        "bulkable": sum(1 for e in entries if e.bulk_kind) > 1 or bulk is not None,
     }
     return render(request, "dashboard/inbox.html", context, status=status)
 

@@ -54,6 +54,7 @@ def test_the_wait_counts_from_when_the_interrupt_arrived_not_from_the_thread(cli
     page = client.get(reverse("inbox")).content.decode()
     assert re.search(r'<span data-testid="waited"[^>]*>waiting 3\xa0hours</span>', page)
     assert 'data-testid="overdue"' not in page
+    assert 'id="bulk-form"' not in page  # nothing to answer in bulk with one entry
 
 
 def test_filters_by_graph_action_and_payload_text_with_the_count_per_filter(client):
