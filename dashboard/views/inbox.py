@@ -111,8 +111,8 @@ def bulk(request):
             try:
                 with transaction.atomic():  # all or none: a refusal rolls back the others
                     runs = [
-                        engine.resume(e.thread, **a.resume_args, requested_by=request.user)
-                        for e, a in zip(entries, answers, strict=True)
+                        engine.resume(e.thread, answers=by_id, requested_by=request.user)
+                        for e, by_id in zip(entries, answers, strict=True)
                     ]
             except engine.InvalidRequest as exc:
                 form.add_error(None, f"{exc.message} Nothing was answered.")
@@ -124,9 +124,10 @@ def bulk(request):
     return _render_inbox(request, bulk=form, status=400)
 
 
-def _bulk_answers(form: BulkAnswerForm, entries: list[Entry]) -> list[ResumeForm] | None:
-    """Each entry's answer form, bound to the bulk decision and valid; ``None`` after
-    adding the reason to ``form`` when the entries cannot be answered together."""
+def _bulk_answers(form: BulkAnswerForm, entries: list[Entry]) -> list[dict] | None:
+    """Each entry's answer by interrupt id, ``{interrupt_id: value}``, as its own answer
+    form (``ResumeForm``) makes it from the bulk decision; ``None`` after adding the
+    reason to ``form`` when the entries cannot be answered together."""
     kinds = {e.bulk_kind for e in entries}
     if "" in kinds:
         odd = next(e for e in entries if not e.bulk_kind)
@@ -158,7 +159,7 @@ def _bulk_answers(form: BulkAnswerForm, entries: list[Entry]) -> list[ResumeForm
             problems = " ".join(m for ms in answer.errors.values() for m in ms)
             form.add_error("decision", f"decision: {entry.thread.name}: {problems}")
             return None
-        answers.append(answer)
+        answers.append({card.id: answer.resume_args["value"]})
     return answers
 
 

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
@@ -125,7 +126,7 @@ def test_bulk_approval_resumes_each_thread_by_its_own_interrupt_and_audits_each(
     for thread in threads:
         [pending] = engine.pending_interrupts(thread)
         run = thread.runs.get(kind=Run.Kind.RESUME)
-        assert run.command == {"resume": {"decisions": [{"type": "approve"}]}}
+        assert run.command == {"resume": {pending.id: {"decisions": [{"type": "approve"}]}}}
         [event] = AuditEvent.objects.filter(action="resume", thread_id=thread.thread_id)
         assert event.detail["answers"] == [
             {"interrupt_id": pending.id, "decision": "approve", "action": "pay_expense"}
@@ -143,15 +144,19 @@ def test_bulk_rejection_sends_the_reason_to_each(client):
         {"threads": [t.pk for t in threads], "decision": "reject", "message": "Over budget"},
     )
     for thread in threads:
+        [pending] = engine.pending_interrupts(thread)
         run = thread.runs.get(kind=Run.Kind.RESUME)
-        assert run.command["resume"]["decisions"] == [{"type": "reject", "message": "Over budget"}]
+        assert run.command["resume"] == {
+            pending.id: {"decisions": [{"type": "reject", "message": "Over budget"}]}
+        }
 
 
 def test_bulk_on_agent_inbox_requests_accepts_each(client):
     threads = [arrived("email_reply") for _ in range(2)]
     client.post(reverse("inbox-bulk"), {"threads": [t.pk for t in threads], "decision": "approve"})
     for thread in threads:
-        [answer] = thread.runs.get(kind=Run.Kind.RESUME).command["resume"]
+        [pending] = engine.pending_interrupts(thread)
+        [answer] = thread.runs.get(kind=Run.Kind.RESUME).command["resume"][pending.id]
         assert answer["type"] == "accept"
     assert AuditEvent.objects.filter(action="resume").count() == 2
 
@@ -225,3 +230,42 @@ def test_the_threads_list_filters_by_overdue(client):
     assert recent.thread_id not in page and idle.thread_id not in page
     everything_listed = client.get(reverse("threads")).content.decode()
     assert recent.thread_id in everything_listed
+
+
+def test_an_answer_sent_by_key_comes_back_to_the_inbox_and_only_to_it(client):
+    threads = [arrived() for _ in range(2)]
+    for thread, back, lands in (
+        (threads[0], "/inbox/?sort=newest", "/inbox/?sort=newest"),
+        (threads[1], "https://elsewhere.example/inbox/", None),
+    ):
+        [pending] = engine.pending_interrupts(thread)
+        response = client.post(
+            reverse("inbox-answer", args=[thread.pk]),
+            {f"decision-{pending.id}-0": "approve", "next": back},
+        )
+        run = thread.runs.get(kind=Run.Kind.RESUME)
+        assert response.status_code == 303
+        assert response["Location"] == (lands or reverse("run", args=[run.pk]))
+    page = client.get("/inbox/?sort=newest").content.decode()
+    assert f"Answered {threads[0].name}: run" in page
+
+
+def test_the_overdue_time_is_a_setting_of_the_tenant_in_the_admin(superuser):
+    admin = Client()
+    admin.force_login(superuser)
+    tenant = Tenant.default()
+    url = reverse("admin:durable_tenant_change", args=[tenant.pk])
+    assert 'name="overdue_after" value="1 00:00:00"' in admin.get(url).content.decode()
+    response = admin.post(url, {"name": tenant.name, "overdue_after": "02:00:00"} | INLINE)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    tenant.refresh_from_db()
+    assert tenant.overdue_after == timedelta(hours=2)
+
+
+# The empty membership inline of the tenant's change form.
+INLINE = {
+    "memberships-TOTAL_FORMS": "0",
+    "memberships-INITIAL_FORMS": "0",
+    "memberships-MIN_NUM_FORMS": "0",
+    "memberships-MAX_NUM_FORMS": "1000",
+}
