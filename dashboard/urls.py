@@ -73,6 +73,7 @@ urlpatterns = [
     path("runs/<int:pk>/divergence/", divergence.run_divergence, name="run-divergence"),
     # The action pages: inbox, fork, replay, run, store.
     path("inbox/", inbox.inbox, name="inbox"),
+    path("inbox/bulk/", inbox.bulk, name="inbox-bulk"),
     path("inbox/threads/<int:pk>/", inbox.inbox_thread, name="inbox-thread"),
     path("inbox/threads/<int:pk>/answer/", inbox.answer, name="inbox-answer"),
     path("inbox/threads/<int:pk>/close/", inbox.close, name="inbox-close"),

@@ -3,7 +3,7 @@
 
 Every filter is a GET parameter, so a filtered list is a link:
 ``?status=interrupted&graph=expense_approval&meta=team=ops&meta=priority=2&diagnosis=failed
-&updated_after=2026-11-01T00:00&q=invoice&sort=-updated&after=<cursor>``.
+&overdue=on&updated_after=2026-11-01T00:00&q=invoice&sort=-updated&after=<cursor>``.
 Bad input is a form error naming the parameter, never a server error.
 """
 
@@ -16,6 +16,7 @@ from django import forms
 from django.db.models import QuerySet
 
 from durable import engine
+from durable.engine import waiting
 from durable.engine.diagnosis import DIAGNOSES, filter_threads
 from durable.engine.operations_stats import threads_with_runs
 from durable.graphs import graph_names
@@ -90,10 +91,20 @@ class DriftFilter(django_filters.Filter):
         return engine.drifted_threads(qs) if value else qs
 
 
+class OverdueFilter(django_filters.Filter):
+    """``?overdue=on``: only the threads whose interrupts have waited longer than their
+    tenant's ``overdue_after`` (``durable.engine.waiting.overdue``)."""
+
+    field_class = forms.BooleanField
+
+    def filter(self, qs, value):
+        return waiting.overdue(qs) if value else qs
+
+
 class ThreadFilter(django_filters.FilterSet):
     """Threads by status, graph, metadata ``key=value`` (all must hold), updated time
     range, a piece of the thread id (``q``), drift from the deployed graph (``drift``) and
-    diagnosis (``durable.engine.diagnosis``)."""
+    diagnosis (``durable.engine.diagnosis``) and interrupts waiting overdue (``overdue``)."""
 
     status = django_filters.ChoiceFilter(choices=Thread.Status.choices, empty_label="any")
     graph = django_filters.ChoiceFilter(choices=[], empty_label="any")
@@ -108,6 +119,7 @@ class ThreadFilter(django_filters.FilterSet):
         field_name="name", lookup_expr="icontains", label="Thread id contains"
     )
     drift = DriftFilter(label="No longer fits the deployed graph", required=False)
+    overdue = OverdueFilter(label="Interrupt overdue", required=False)
     diagnosis = django_filters.ChoiceFilter(
         choices=DIAGNOSES, empty_label="any", method="by_diagnosis", label="Diagnosis"
     )

@@ -27,7 +27,7 @@ class MembershipInline(admin.TabularInline):
 @admin.register(Tenant)
 class TenantAdmin(AppliesRetention, TenantScoped, admin.ModelAdmin):
     tenant_path = "pk"
-    list_display = ("slug", "name", "created_at")
+    list_display = ("slug", "name", "overdue_after", "created_at")
     list_filter = ("created_at",)
     search_fields = ("slug", "name")
     date_hierarchy = "created_at"

@@ -1,5 +1,7 @@
 """Tenants, their members' roles and their API tokens."""
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 
@@ -13,6 +15,11 @@ class Tenant(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The inbox marks an interrupt overdue once it has waited this long.
+    overdue_after = models.DurationField(
+        default=timedelta(hours=24),
+        help_text="An interrupt waiting longer than this is marked overdue (e.g. 1 00:00:00).",
+    )
 
     class Meta:
         ordering = ["slug"]

@@ -1,9 +1,14 @@
 """Threads made in the test process, without a worker: run up to their interrupt here
 (``at_interrupt``, ``big_claim_thread``) with the graph, saver and checkpoints a worker
-would write, or with a run written by hand (``made_run``); and what a refused request
-must leave as it was (``everything``; ``counts`` of threads, runs and checkpoints)."""
+would write (``arrived``: and the interrupted run it would record, at a given time),
+or with a run written by hand (``made_run``); and what a refused request must leave as
+it was (``everything``; ``counts`` of threads, runs and checkpoints)."""
 
 from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
 
 from durable import engine
 from durable.graphs import get_graph
@@ -40,6 +45,22 @@ def _interrupted(graph: str, values: dict) -> Thread:
 def at_interrupt(graph: str = "expense_approval") -> Thread:
     """A thread of ``graph`` run, in this process, up to its interrupt(s)."""
     return _interrupted(graph, INPUTS[graph])
+
+
+def arrived(graph: str = "expense_approval", ago: timedelta = timedelta(minutes=5)) -> Thread:
+    """A thread of ``graph`` at its interrupt(s), with the run a worker records when it
+    stops there: its pending ``interrupts``, ended ``ago`` (when the interrupt arrived)."""
+    thread = at_interrupt(graph)
+    pending = engine.pending_interrupts(thread)
+    Run.objects.create(
+        thread=thread,
+        graph=graph,
+        kind=Run.Kind.START,
+        status=Run.Status.INTERRUPTED,
+        ended_at=timezone.now() - ago,
+        interrupts=[{"id": i.id, "value": i.value} for i in pending],
+    )
+    return thread
 
 
 def big_claim_thread() -> Thread:

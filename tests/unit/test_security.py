@@ -43,6 +43,7 @@ CONSOLE = {
     "inbox-thread": ("GET", "thread", False),
     "inbox-answer": ("POST", "thread", True),
     "inbox-close": ("POST", "thread", True),
+    "inbox-bulk": ("POST", "tenant", True),
     "fork": ("POST", "checkpoint", True),
     "fork-preview": ("POST", "checkpoint", True),
     "replay": ("POST", "checkpoint", True),
