@@ -9,33 +9,12 @@ checkpoint even when it does not run (``durable.engine.fork``); the audit trail
 
 from __future__ import annotations
 
-from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from dashboard import access
 from dashboard.forms import ReplayForm, refusal
-from dashboard.http import render_page, see_other
+from dashboard.http import at_checkpoint, posted, render_page, see_other
 from durable import engine
-
-
-def posted(request):
-    """The POST data of ``request``, or ``None`` (an unbound form) for a GET."""
-    return request.POST if request.method == "POST" else None
-
-
-def at_checkpoint(request, pk: int, checkpoint_id: str):
-    """``(thread, snapshot, None)`` for an action on thread ``pk`` at ``checkpoint_id``,
-    or ``(thread, None, page)``: a 404 page naming the field at fault. 404 for a thread
-    the request may not see; 403 for a POST of a viewer."""
-    thread = access.thread_or_404(request, pk)
-    if request.method == "POST":
-        access.require_operator(request)
-    try:
-        return thread, engine.state_at(thread, checkpoint_id), None
-    except engine.InvalidRequest as exc:
-        context = {"thread": thread, "field": exc.field, "message": exc.message}
-        return thread, None, render(request, "dashboard/action_error.html", context, status=404)
 
 
 @require_http_methods(["GET", "POST"])

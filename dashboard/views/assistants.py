@@ -20,7 +20,7 @@ from dashboard.forms.assistants import (
     LatestForm,
     VersionDiffForm,
 )
-from dashboard.http import see_other
+from dashboard.http import posted, see_other
 from dashboard.present.diffs import changes
 from durable import engine
 from durable.graphs import graph_names
@@ -29,10 +29,6 @@ from durable.redaction import redact
 VERSIONS_SHOWN = 50
 ASSISTANTS_PER_PAGE = 50
 COMPARED = ("graph_id", "name", "description", "config", "context", "metadata")
-
-
-def _posted(request):
-    return request.POST if request.method == "POST" else None
 
 
 def _save(request, form: AssistantForm, assistant=None):
@@ -58,7 +54,7 @@ def assistant_list(request):
     refuses. 403 for a viewer's POST."""
     if request.method == "POST":
         access.require_operator(request)
-    form = AssistantForm(_posted(request))
+    form = AssistantForm(posted(request))
     if request.method == "POST" and form.is_valid():
         made = _save(request, form)
         if made is not None:
@@ -86,7 +82,7 @@ def assistant_detail(request, assistant_id):
     assistant = access.assistant_or_404(request, assistant_id)
     if request.method == "POST":
         access.require_operator(request)
-    form = AssistantForm(_posted(request), assistant=assistant)
+    form = AssistantForm(posted(request), assistant=assistant)
     if request.method == "POST" and form.is_valid():
         if _save(request, form, assistant) is not None:
             return see_other(reverse("assistant", args=[assistant.assistant_id]))

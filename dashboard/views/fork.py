@@ -12,9 +12,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dashboard.forms import ForkForm, refusal
-from dashboard.http import render_page, see_other
+from dashboard.http import at_checkpoint, posted, render_page, see_other
 from dashboard.present import checkpoint, diffs
-from dashboard.views.actions import at_checkpoint, posted
 from durable import engine
 from durable.redaction import redact
 from durable.values import jsonable
