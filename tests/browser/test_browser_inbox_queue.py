@@ -55,7 +55,7 @@ def test_sorted_newest_a_just_arrived_interrupt_is_first_among_18(page, web, wor
     expect(entries(page).first).to_have_attribute("data-thread", str(new.pk))
     expect(entries(page).first.get_by_test_id("overdue")).to_have_count(0)
     expect(page.get_by_test_id("inbox-matched")).to_have_text(
-        "19 waiting matches this view, newest first."
+        "19 threads waiting in this view, newest first."
     )
     # The filters say how many wait under each.
     expect(page.get_by_label("Action")).to_contain_text("pay_expense (18)")

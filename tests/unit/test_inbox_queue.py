@@ -44,7 +44,7 @@ def test_newest_first_shows_a_just_arrived_interrupt_on_the_first_page(client):
     assert new.thread_id not in shown(oldest)  # the queue's tail, page 2 when oldest first
     assert shown(newest)[0] == new.thread_id
     assert shown(oldest)[0] == backlog[-1].thread_id  # waited 18 h
-    assert "19 waiting matches this view, newest first" in newest
+    assert "19 threads waiting in this view, newest first" in newest
     # The pages link on with the order kept.
     assert 'href="?sort=newest&amp;page=2"' in newest
 
@@ -71,7 +71,7 @@ def test_filters_by_graph_action_and_payload_text_with_the_count_per_filter(clie
 
     by_action = client.get(reverse("inbox"), {"action": "send_email"}).content.decode()
     assert sorted(shown(by_action)) == sorted(t.thread_id for t in emails)
-    assert "2 waiting matches this view" in by_action
+    assert "2 threads waiting in this view" in by_action
 
     # Text of the payload, any case: the order's question is in the drafted email.
     by_text = client.get(reverse("inbox"), {"q": "WHERE IS MY ORDER"}).content.decode()
@@ -79,7 +79,7 @@ def test_filters_by_graph_action_and_payload_text_with_the_count_per_filter(clie
     by_graph = client.get(reverse("inbox"), {"graph": "expense_approval", "q": "grace"})
     assert sorted(shown(by_graph.content.decode())) == sorted(t.thread_id for t in claims)
     nothing = client.get(reverse("inbox"), {"q": "no such text"}).content.decode()
-    assert shown(nothing) == [] and "0 waiting matches this view" in nothing
+    assert shown(nothing) == [] and "0 threads waiting in this view" in nothing
     assert review.thread_id in shown(client.get(reverse("inbox")).content.decode())
 
 
