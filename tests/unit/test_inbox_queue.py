@@ -262,6 +262,31 @@ def test_the_overdue_time_is_a_setting_of_the_tenant_in_the_admin(superuser):
     assert tenant.overdue_after == timedelta(hours=2)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("-1:00:00", "more than zero"),
+        ("0", "more than zero"),
+        ("100000000 00:00:00", "at most 3650 days"),
+        # Past the database's integers: was a 500 on save.
+        ("999999999 00:00:00", "at most 3650 days"),
+    ],
+)
+def test_an_overdue_time_out_of_range_is_refused_on_its_field(superuser, client, text, message):
+    admin = Client()
+    admin.force_login(superuser)
+    tenant = Tenant.default()
+    url = reverse("admin:durable_tenant_change", args=[tenant.pk])
+    response = admin.post(url, {"name": tenant.name, "overdue_after": text} | INLINE)
+    assert response.status_code == 200
+    assert list(response.context["adminform"].form.errors) == ["overdue_after"]
+    assert message in response.content.decode()
+    tenant.refresh_from_db()
+    assert tenant.overdue_after == timedelta(hours=24)
+    # Was a 500 with 100000000 days saved: now minus the setting left the dates' range.
+    assert client.get(reverse("threads"), {"overdue": "on"}).status_code == 200
+
+
 # The empty membership inline of the tenant's change form.
 INLINE = {
     "memberships-TOTAL_FORMS": "0",
