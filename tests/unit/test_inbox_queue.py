@@ -85,13 +85,26 @@ def test_filters_by_graph_action_and_payload_text_with_the_count_per_filter(clie
 
 @pytest.mark.parametrize(
     ("query", "message"),
-    [({"sort": "sideways"}, "sort: Select a valid choice"), ({"q": "a\x00b"}, "payload text")],
+    [
+        ({"sort": "sideways"}, "sort: Select a valid choice"),
+        ({"q": "a\x00b"}, "payload text"),
+        ({"action": "a\x00b"}, "<p>action: contains a NUL character"),
+    ],
 )
 def test_a_bad_inbox_parameter_is_named_and_not_a_server_error(client, query, message):
     arrived()
     response = client.get(reverse("inbox"), query)
     assert response.status_code == 400
     assert message in response.content.decode()
+    assert "action: action:" not in response.content.decode()
+
+
+def test_a_bulk_answer_of_one_interrupt_says_so_in_the_singular(client):
+    thread = arrived()
+    response = client.post(reverse("inbox-bulk"), {"threads": [thread.pk], "decision": "approve"})
+    assert response.status_code == 303
+    page = client.get(response["Location"]).content.decode()
+    assert f"Answered 1 interrupt ({thread.name})." in page
 
 
 def test_the_page_reads_a_fixed_number_of_queries_whatever_the_backlog(client):
