@@ -155,6 +155,17 @@ def _bulk_answers(form: BulkAnswerForm, entries: list[Entry]) -> list[dict] | No
     answers = []
     for entry in entries:
         [card] = ResumeForm(entry.pending).cards
+        # The interrupt the page showed (``interrupt-<pk>``): a thread that has moved on
+        # to another interrupt since (answered elsewhere, then asking again) is not
+        # answered unseen, as its own answer form, bound to interrupt ids, is not.
+        shown = form.data.get(f"interrupt-{entry.thread.pk}")
+        if shown is not None and shown != card.id:
+            form.add_error(
+                "threads",
+                f"threads: {entry.thread.name} now waits on another interrupt than the one"
+                " shown; look at it again before answering.",
+            )
+            return None
         if card.kind == "human":
             data = {card.response.html_name: "accept" if decision == "approve" else "ignore"}
         else:

@@ -164,6 +164,29 @@ def test_bulk_rejection_sends_the_reason_to_each(client):
         }
 
 
+def test_bulk_answers_only_the_interrupts_the_page_showed(client):
+    """Found by hand: a bulk accept sent from a page that showed a draft accepted the
+    thread's next draft, asked after someone answered the first elsewhere, unseen."""
+    threads = [arrived("email_reply") for _ in range(2)]
+    page = client.get(reverse("inbox")).content.decode()
+    shown = {t.pk: engine.pending_interrupts(t)[0].id for t in threads}
+    for pk, interrupt_id in shown.items():
+        assert f'name="interrupt-{pk}" value="{interrupt_id}" form="bulk-form"' in page
+    stale = {f"interrupt-{pk}": i for pk, i in shown.items()} | {
+        f"interrupt-{threads[1].pk}": "0" * 32
+    }
+    before = everything()
+    data = {"threads": [t.pk for t in threads], "decision": "approve"}
+    response = client.post(reverse("inbox-bulk"), data | stale)
+    assert response.status_code == 400
+    message = f"threads: {threads[1].name} now waits on another interrupt than the one shown"
+    assert message in response.content.decode()
+    assert everything() == before
+    fresh = {f"interrupt-{pk}": i for pk, i in shown.items()}
+    assert client.post(reverse("inbox-bulk"), data | fresh).status_code == 303
+    assert AuditEvent.objects.filter(action="resume").count() == 2
+
+
 def test_bulk_on_agent_inbox_requests_accepts_each(client):
     threads = [arrived("email_reply") for _ in range(2)]
     client.post(reverse("inbox-bulk"), {"threads": [t.pk for t in threads], "decision": "approve"})
