@@ -316,6 +316,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {
         "context": {"()": "durable.logcontext.ContextFilter"},
+        "client_errors": {"()": "durable.logcontext.ClientErrorFilter"},
         "redact": {"()": "durable.redaction.RedactingFilter"},
     },
     "formatters": {"console": {"()": "durable.logcontext.formatter", "kind": DURABLE_LOG_FORMAT}},
@@ -323,7 +324,7 @@ LOGGING = {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "console",
-            "filters": ["context", "redact"],
+            "filters": ["context", "client_errors", "redact"],
         }
     },
     "root": {"handlers": ["console"], "level": "INFO"},

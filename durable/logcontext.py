@@ -69,6 +69,20 @@ class ContextFilter(logging.Filter):
         return True
 
 
+class ClientErrorFilter(logging.Filter):
+    """Drops the traceback of a ``django.request`` line about a 4xx answer: Django logs a
+    refusal it raised as an exception (a viewer's ``PermissionDenied``, a 403; a
+    ``SuspiciousOperation``, a 400) with its traceback, which reads as a server fault.
+    The line itself stays; a 5xx keeps its traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        if record.name == "django.request" and isinstance(status, int) and status < 500:
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 class JsonFormatter(_JsonFormatter):
     """python-json-logger's formatter with our field names, the whole object masked
     (``redact``: an ``extra`` under a sensitive name too), its traceback masked as text

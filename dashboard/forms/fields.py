@@ -38,7 +38,9 @@ def parse_json(text: str, subject: str):
     ``ValidationError``."""
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:
+        # JSONDecodeError, and a number of more digits than Python converts
+        # (``sys.get_int_max_str_digits()``), which json.loads refuses as a ValueError.
         raise forms.ValidationError(f"{subject} not valid JSON: {exc}.") from None
     except RecursionError:
         raise forms.ValidationError(f"{subject} nested too deeply.") from None

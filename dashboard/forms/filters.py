@@ -229,7 +229,7 @@ def _parse_filter(text: str) -> dict:
     if text.startswith("{"):
         try:
             parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # JSONDecodeError, or a number of too many digits
             raise BadFilter(f"filter: not valid JSON: {exc}.") from None
         if not isinstance(parsed, dict):
             raise BadFilter("filter: a JSON filter must be an object.")

@@ -21,8 +21,9 @@ from django.forms import BoundField
 from dashboard.forms.fields import parse_json, reason_field
 from dashboard.forms.schema_form import MISSING, SchemaFields
 from dashboard.present import values
+from durable.engine.checks import schema_error
 from durable.redaction import redact, restore
-from durable.values import is_message
+from durable.values import is_message, jsonable
 
 # The kinds of ``schema_form`` that a state key is edited as, rather than as JSON.
 TYPED_KINDS = ("string", "text", "integer", "number", "boolean", "choice")
@@ -82,6 +83,7 @@ class ForkForm(forms.Form):
             self.fields["reason"].initial = f"Migrate to {migration.version.name}"
         self.shape = shape
         self.current = current
+        self.schema = schema or {}
         self.keys: list[StateKey] = []
         # The field each changed key's value came from, where its errors are shown.
         self.sources: dict[str, str] = {}
@@ -203,6 +205,7 @@ class ForkForm(forms.Form):
             if key.present:
                 value = restore(value, self.current[key.key])
             if key.combined or not key.present or value != self.current[key.key]:
+                self._check_schema(key, value, name)
                 return value, name
         if key.typed is not None and key.typed.root.name in self.data:
             typed_name = key.typed.root.name
@@ -218,6 +221,22 @@ class ForkForm(forms.Form):
             first = next(m for m in key.transcript if m.edited(self.data) is not None)
             return edited, first.field.name
         return MISSING, ""
+
+    def _check_schema(self, key: StateKey, value: Any, name: str) -> None:
+        """A plain key's value typed as JSON against the key's state schema, as its typed
+        input is checked (and as ``durable.engine.drift`` finds a value the schema
+        refuses): raises ``ValidationError({name: message})``. A reducer key's box adds
+        to the key rather than replacing it, so its schema is not the update's."""
+        schema = self.schema.get(key.key)
+        if key.combined or not isinstance(schema, dict) or not schema:
+            return
+        error = schema_error(jsonable(value), schema)
+        if error is not None:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
+            message = (
+                f"{key.key}{where}: the state schema refuses this value: {error.message[:200]}."
+            )
+            raise forms.ValidationError({name: message})
 
 
 def parse_json_on(name: str, text: str, subject: str) -> Any:

@@ -362,7 +362,7 @@ def _lines(node: Node, text: str) -> Any:
     for n, item in enumerate(items, 1):
         try:
             number = json.loads(item)
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, or a number of too many digits
             number = None
         if isinstance(number, bool) or not isinstance(number, (int, float)):
             number = None

@@ -62,7 +62,12 @@ def _render_inbox(request, bulk: BulkAnswerForm | None = None, status: int = 200
     context = {"sorts": SORTS, "query": query, "bulk": bulk or BulkAnswerForm(queryset=waiting)}
     if not query.is_valid():
         graphs = waiting.values("graph").annotate(n=Count("pk")).order_by("graph")
-        errors = [f"{name}: {e}" for name, es in query.errors.items() for e in es]
+        # A message that already names its parameter is not named twice.
+        errors = [
+            e if e.startswith(f"{name}: ") else f"{name}: {e}"
+            for name, es in query.errors.items()
+            for e in es
+        ]
         context |= {"graphs": list(graphs), "total": waiting.count(), "entries": []}
         return render(request, "dashboard/inbox.html", context | {"errors": errors}, status=400)
     chosen = query.cleaned_data
@@ -118,7 +123,8 @@ def bulk(request):
                 form.add_error(None, f"{exc.message} Nothing was answered.")
             else:
                 names = ", ".join(e.thread.name for e in entries)
-                messages.success(request, f"Answered {len(runs)} interrupts ({names}).")
+                interrupts = "interrupt" if len(runs) == 1 else "interrupts"
+                messages.success(request, f"Answered {len(runs)} {interrupts} ({names}).")
                 query = request.GET.urlencode()
                 return see_other(f"{reverse('inbox')}?{query}" if query else reverse("inbox"))
     return _render_inbox(request, bulk=form, status=400)
@@ -149,6 +155,17 @@ def _bulk_answers(form: BulkAnswerForm, entries: list[Entry]) -> list[dict] | No
     answers = []
     for entry in entries:
         [card] = ResumeForm(entry.pending).cards
+        # The interrupt the page showed (``interrupt-<pk>``): a thread that has moved on
+        # to another interrupt since (answered elsewhere, then asking again) is not
+        # answered unseen, as its own answer form, bound to interrupt ids, is not.
+        shown = form.data.get(f"interrupt-{entry.thread.pk}")
+        if shown is not None and shown != card.id:
+            form.add_error(
+                "threads",
+                f"threads: {entry.thread.name} now waits on another interrupt than the one"
+                " shown; look at it again before answering.",
+            )
+            return None
         if card.kind == "human":
             data = {card.response.html_name: "accept" if decision == "approve" else "ignore"}
         else:

@@ -101,3 +101,37 @@ def test_a_fork_value_holding_text_no_database_takes_is_refused_on_its_box(clien
     assert "values.employee: holds a lone UTF-16 surrogate" in response.content.decode()
     assert list(response.context["form"].errors) == ["state-employee"]
     assert everything() == before
+
+
+# A number of more digits than Python converts (``sys.get_int_max_str_digits()``, 4300):
+# valid JSON that ``json.loads`` refuses with a plain ``ValueError``, not a
+# ``JSONDecodeError``. Found by hand: a 500 from the fork form's preview.
+HUGE = "1" * 5000
+
+
+def test_a_fork_value_of_too_many_digits_is_refused_on_its_box(client, thread):
+    checkpoint_id = engine.thread_state(thread).config["configurable"]["checkpoint_id"]
+    before = everything()
+    data = {"as_node": "validate", "reason": "typo", "state-amount": HUGE}
+    response = client.post(reverse("fork", args=[thread.pk, checkpoint_id]), data)
+    assert response.status_code == 400
+    assert "amount: the value is not valid JSON: Exceeds the limit" in response.content.decode()
+    assert list(response.context["form"].errors) == ["state-amount"]
+    preview = client.post(reverse("fork-preview", args=[thread.pk, checkpoint_id]), data)
+    assert preview.status_code == 200
+    assert "amount: the value is not valid JSON: Exceeds the limit" in preview.content.decode()
+    assert everything() == before
+
+
+def test_a_start_input_of_too_many_digits_is_refused_on_its_box(client):
+    text = '{"employee": "Ada", "amount": ' + HUGE + ', "description": "d"}'
+    response = client.post(reverse("start-run"), {"graph": "expense_approval", "input": text})
+    assert response.status_code == 400
+    assert "not valid JSON: Exceeds the limit" in response.content.decode()
+    assert counts() == (0, 0, 0)
+
+
+def test_a_store_filter_of_too_many_digits_is_an_input_error(client):
+    response = client.get("/store/", {"filter": '{"a": ' + HUGE + "}"})
+    assert response.status_code == 400
+    assert "filter: not valid JSON: Exceeds the limit" in response.content.decode()

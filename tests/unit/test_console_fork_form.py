@@ -183,3 +183,36 @@ def test_booleans_enums_and_integers_are_inputs_of_their_type():
     assert not wrong.is_valid()
     assert "tier: bronze is not one of the choices." in wrong.errors["typed-tier"]
     assert "n must be a whole number." in wrong.errors["typed-n"]
+
+
+@pytest.mark.parametrize(
+    ("key", "text", "says"),
+    [
+        ("amount", '"abc"', "amount: the state schema refuses this value: 'abc' is not of type"),
+        ("problems", '{"a": 1}', "problems: the state schema refuses this value:"),
+        ("problems", '["ok", 2]', "problems[1]: the state schema refuses this value:"),
+        ("decision", '"approve"', "decision: the state schema refuses this value:"),
+    ],
+)
+def test_a_json_box_value_the_state_schema_refuses_is_refused_on_it(client, key, text, says):
+    """Found by hand: the typed input of ``amount`` refused ``abc``, but its JSON box
+    wrote ``"abc"``, and ``draft`` as a string made the fork's run fail in its node."""
+    thread = at_interrupt()
+    checkpoint = head(thread)
+    before = everything()
+    data = {"as_node": "validate", "reason": "r", f"state-{key}": text}
+    page = preview(client, thread, checkpoint, data).replace("&#x27;", "'")
+    assert "The graph would refuse this fork" in page and says in page
+    response = client.post(reverse("fork", args=[thread.pk, checkpoint]), data)
+    assert response.status_code == 400
+    assert list(response.context["form"].errors) == [f"state-{key}"]
+    assert says in response.content.decode().replace("&#x27;", "'")
+    assert everything() == before
+
+
+def test_a_json_box_value_the_state_schema_takes_is_forked(client):
+    thread = at_interrupt()
+    data = {"as_node": "validate", "reason": "r", "state-amount": "75", "state-problems": '["a"]'}
+    response = client.post(reverse("fork", args=[thread.pk, head(thread)]), data)
+    assert response.status_code == 303
+    assert engine.thread_state(thread).values["amount"] == 75

@@ -85,13 +85,26 @@ def test_filters_by_graph_action_and_payload_text_with_the_count_per_filter(clie
 
 @pytest.mark.parametrize(
     ("query", "message"),
-    [({"sort": "sideways"}, "sort: Select a valid choice"), ({"q": "a\x00b"}, "payload text")],
+    [
+        ({"sort": "sideways"}, "sort: Select a valid choice"),
+        ({"q": "a\x00b"}, "payload text"),
+        ({"action": "a\x00b"}, "<p>action: contains a NUL character"),
+    ],
 )
 def test_a_bad_inbox_parameter_is_named_and_not_a_server_error(client, query, message):
     arrived()
     response = client.get(reverse("inbox"), query)
     assert response.status_code == 400
     assert message in response.content.decode()
+    assert "action: action:" not in response.content.decode()
+
+
+def test_a_bulk_answer_of_one_interrupt_says_so_in_the_singular(client):
+    thread = arrived()
+    response = client.post(reverse("inbox-bulk"), {"threads": [thread.pk], "decision": "approve"})
+    assert response.status_code == 303
+    page = client.get(response["Location"]).content.decode()
+    assert f"Answered 1 interrupt ({thread.name})." in page
 
 
 def test_the_page_reads_a_fixed_number_of_queries_whatever_the_backlog(client):
@@ -149,6 +162,29 @@ def test_bulk_rejection_sends_the_reason_to_each(client):
         assert run.command["resume"] == {
             pending.id: {"decisions": [{"type": "reject", "message": "Over budget"}]}
         }
+
+
+def test_bulk_answers_only_the_interrupts_the_page_showed(client):
+    """Found by hand: a bulk accept sent from a page that showed a draft accepted the
+    thread's next draft, asked after someone answered the first elsewhere, unseen."""
+    threads = [arrived("email_reply") for _ in range(2)]
+    page = client.get(reverse("inbox")).content.decode()
+    shown = {t.pk: engine.pending_interrupts(t)[0].id for t in threads}
+    for pk, interrupt_id in shown.items():
+        assert f'name="interrupt-{pk}" value="{interrupt_id}" form="bulk-form"' in page
+    stale = {f"interrupt-{pk}": i for pk, i in shown.items()} | {
+        f"interrupt-{threads[1].pk}": "0" * 32
+    }
+    before = everything()
+    data = {"threads": [t.pk for t in threads], "decision": "approve"}
+    response = client.post(reverse("inbox-bulk"), data | stale)
+    assert response.status_code == 400
+    message = f"threads: {threads[1].name} now waits on another interrupt than the one shown"
+    assert message in response.content.decode()
+    assert everything() == before
+    fresh = {f"interrupt-{pk}": i for pk, i in shown.items()}
+    assert client.post(reverse("inbox-bulk"), data | fresh).status_code == 303
+    assert AuditEvent.objects.filter(action="resume").count() == 2
 
 
 def test_bulk_on_agent_inbox_requests_accepts_each(client):
@@ -260,6 +296,31 @@ def test_the_overdue_time_is_a_setting_of_the_tenant_in_the_admin(superuser):
     assert response.status_code == 302, response.content.decode()[:3000]
     tenant.refresh_from_db()
     assert tenant.overdue_after == timedelta(hours=2)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("-1:00:00", "more than zero"),
+        ("0", "more than zero"),
+        ("100000000 00:00:00", "at most 3650 days"),
+        # Past the database's integers: was a 500 on save.
+        ("999999999 00:00:00", "at most 3650 days"),
+    ],
+)
+def test_an_overdue_time_out_of_range_is_refused_on_its_field(superuser, client, text, message):
+    admin = Client()
+    admin.force_login(superuser)
+    tenant = Tenant.default()
+    url = reverse("admin:durable_tenant_change", args=[tenant.pk])
+    response = admin.post(url, {"name": tenant.name, "overdue_after": text} | INLINE)
+    assert response.status_code == 200
+    assert list(response.context["adminform"].form.errors) == ["overdue_after"]
+    assert message in response.content.decode()
+    tenant.refresh_from_db()
+    assert tenant.overdue_after == timedelta(hours=24)
+    # Was a 500 with 100000000 days saved: now minus the setting left the dates' range.
+    assert client.get(reverse("threads"), {"overdue": "on"}).status_code == 200
 
 
 # The empty membership inline of the tenant's change form.

@@ -157,6 +157,8 @@ def test_fields_left_empty_leave_their_keys_out_and_a_required_nullable_is_null(
         ("due", "3 Dec", "due must be a date (YYYY-MM-DD)."),
         ("colour", "blue", "colour: blue is not one of the choices."),
         ("scores", "1\nmany", "scores: line 2 is not a whole number."),
+        ("scores", "1\n" + "9" * 5000, "scores: line 2 is not a whole number."),
+        ("extra", "9" * 5000, "extra is not valid JSON: Exceeds the limit (4300 digits)"),
         ("extra", "{nope", "extra is not valid JSON"),
         ("note", "a\x00b", "note: contains a NUL character"),
     ],

@@ -8,20 +8,23 @@ from __future__ import annotations
 import io
 import json
 import logging
+import logging.config
 import shutil
 import subprocess
 from datetime import datetime
 
 import pytest
 from django.conf import settings
+from django.test import Client
 from django.urls import reverse
 
 from durable import engine, logcontext
 from durable.engine.execution import execute
-from durable.models import Run
+from durable.models import Role, Run
 from durable.redaction import MASK, install_log_filter
 from tests.helpers.log_graphs import LINE, build_logged
 from tests.helpers.threads import made_run
+from tests.helpers.users import member
 
 RUN = {"run_id": 7, "thread_id": "order-12", "tenant": "acme", "graph": "logged", "attempt": 2}
 
@@ -196,3 +199,29 @@ def test_a_run_executed_by_the_engine_stamps_its_node_lines(written, modes):
         assert line["run_id"] == run.pk and line["graph"] == "logged" and line["attempt"] == 1
         assert line["thread_id"] == run.thread.name and line["tenant"] == "default"
     assert nodes[LINE.format("act")]["node"] == "act"
+
+
+@pytest.mark.django_db
+def test_a_refusal_is_logged_without_a_traceback_and_a_server_error_with_one():
+    """Found by hand: a viewer's answer (403, Django's ``PermissionDenied``) wrote a
+    whole traceback in the server's log, as a server fault would."""
+    output = io.StringIO()
+    config = {**settings.LOGGING, "root": {"handlers": [], "level": "INFO"}}
+    config["handlers"] = {"console": {**config["handlers"]["console"], "stream": output}}
+    config["loggers"] = {"django.request": {"handlers": ["console"], "level": "INFO"}}
+    logging.config.dictConfig(config)
+    try:
+        viewer = Client()
+        viewer.force_login(member("vera", role=Role.VIEWER))
+        thread = engine.create_thread("expense_approval")
+        response = viewer.post(reverse("inbox-answer", args=[thread.pk]), {"reason": "r"})
+        assert response.status_code == 403
+        logging.getLogger("django.request").error(
+            "Internal Server Error: /x", exc_info=ValueError("boom"), extra={"status_code": 500}
+        )
+    finally:
+        logging.config.dictConfig(settings.LOGGING)
+    lines = output.getvalue()
+    assert "Forbidden (Permission denied)" in lines
+    assert "PermissionDenied" not in lines
+    assert "ValueError: boom" in lines
