@@ -24,36 +24,8 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ("user",)
 
 
-# The longest "overdue after" a tenant may set: past it the threads list's overdue filter
-# (now minus the setting) leaves the range of dates and of the database's integers.
-OVERDUE_AFTER_MAX = timedelta(days=3650)
-
-
-class TenantForm(forms.ModelForm):
-    """A tenant, its ``overdue_after`` more than zero and at most ``OVERDUE_AFTER_MAX``:
-    a negative one marks every interrupt overdue at once, and a huge one was a 500 (on
-    save, or on the threads list's overdue filter)."""
-
-    class Meta:
-        model = Tenant
-        fields = "__all__"
-
-    def clean_overdue_after(self):
-        value = self.cleaned_data["overdue_after"]
-        if value is not None and value <= timedelta(0):
-            raise forms.ValidationError(
-                "Overdue after must be more than zero (e.g. 1 00:00:00 for a day)."
-            )
-        if value is not None and value > OVERDUE_AFTER_MAX:
-            raise forms.ValidationError(
-                f"Overdue after must be at most {OVERDUE_AFTER_MAX.days} days."
-            )
-        return value
-
-
 @admin.register(Tenant)
 class TenantAdmin(AppliesRetention, TenantScoped, admin.ModelAdmin):
-    form = TenantForm
     tenant_path = "pk"
     list_display = ("slug", "name", "overdue_after", "created_at")
     list_filter = ("created_at",)

@@ -3,7 +3,12 @@
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+
+# The longest "overdue after" a tenant may set: past it the threads list's overdue filter
+# (now minus the setting) leaves the range of dates and of the database's integers.
+OVERDUE_AFTER_MAX = timedelta(days=3650)
 
 
 class Tenant(models.Model):
@@ -16,9 +21,19 @@ class Tenant(models.Model):
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
     # The inbox marks an interrupt overdue once it has waited this long.
+    # More than zero: a negative one would mark every interrupt overdue at once.
     overdue_after = models.DurationField(
         default=timedelta(hours=24),
         help_text="An interrupt waiting longer than this is marked overdue (e.g. 1 00:00:00).",
+        validators=[
+            MinValueValidator(
+                timedelta(seconds=1),
+                "Overdue after must be more than zero (e.g. 1 00:00:00 for a day).",
+            ),
+            MaxValueValidator(
+                OVERDUE_AFTER_MAX, f"Overdue after must be at most {OVERDUE_AFTER_MAX.days} days."
+            ),
+        ],
     )
 
     class Meta:
