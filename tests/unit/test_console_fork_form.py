@@ -216,3 +216,17 @@ def test_a_json_box_value_the_state_schema_takes_is_forked(client):
     response = client.post(reverse("fork", args=[thread.pk, head(thread)]), data)
     assert response.status_code == 303
     assert engine.thread_state(thread).values["amount"] == 75
+
+
+def test_a_visit_to_the_preview_is_a_console_page_pointing_to_the_fork_form(client):
+    thread = at_interrupt()
+    checkpoint = head(thread)
+
+    response = client.get(reverse("fork-preview", args=[thread.pk, checkpoint]))
+
+    assert response.status_code == 405
+    assert response["Allow"] == "POST"
+    page = response.content.decode()
+    assert "<h1>Nothing to see at this address</h1>" in page
+    assert '<nav aria-label="Main">' in page  # the console's layout
+    assert f'href="{reverse("fork", args=[thread.pk, checkpoint])}"' in page
