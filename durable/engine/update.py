@@ -39,6 +39,20 @@ from durable.models import Thread
 NOTHING_NEXT = "nothing would run; the thread would end here"
 
 
+def run_refusal(next_tasks: Sequence[str], as_node: str | None) -> InvalidRequest | None:
+    """Why a run from an update's checkpoint whose next tasks are ``next_tasks`` is
+    refused (``InvalidRequest("as_node")``: it would run nothing and end "success"), or
+    ``None`` when it may run. The one rule of ``fork(run=True)`` and of its preview."""
+    if next_tasks:
+        return None
+    counts_as = f"as_node {as_node!r}" if as_node else "this update"
+    return InvalidRequest(
+        "as_node",
+        f"With {counts_as}, {NOTHING_NEXT}: the new checkpoint has no next task. "
+        "Fork without running it, or choose another as_node.",
+    )
+
+
 def apply(compiled, base: dict, values: Any, as_node: str | None) -> dict:
     """``compiled.update_state(base, values, as_node=as_node)``, its refusals as
     ``InvalidRequest`` (``as_node`` or ``values``); returns the new checkpoint's config.
@@ -85,11 +99,13 @@ class ForkPreview:
     checkpoint's state values; ``after``, the values of the checkpoint the fork would
     write (the update passed through the channels' reducers: ``add_messages`` appends,
     or replaces a message of the same id); ``next``, the tasks LangGraph would run from
-    it (``()``: the thread would end there)."""
+    it (``()``: the thread would end there); ``run_refused``, why ``fork(run=True)`` would
+    be refused (``run_refusal``'s message), ``""`` when it would run."""
 
     before: dict
     after: dict
     next: tuple[str, ...]
+    run_refused: str = ""
 
 
 def preview_fork(
@@ -105,7 +121,13 @@ def preview_fork(
     sandboxed = compiled.copy({"checkpointer": Sandbox(compiled.checkpointer)})
     before = sandboxed.get_state(base)
     after = sandboxed.get_state(apply(sandboxed, base, values, as_node))
-    return ForkPreview(before=before.values, after=after.values, next=after.next)
+    refused = run_refusal(after.next, as_node)
+    return ForkPreview(
+        before=before.values,
+        after=after.values,
+        next=after.next,
+        run_refused=refused.message if refused else "",
+    )
 
 
 class Sandbox(BaseCheckpointSaver):
