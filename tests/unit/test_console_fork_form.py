@@ -230,3 +230,17 @@ def test_a_visit_to_the_preview_is_a_console_page_pointing_to_the_fork_form(clie
     assert "<h1>Nothing to see at this address</h1>" in page
     assert '<nav aria-label="Main">' in page  # the console's layout
     assert f'href="{reverse("fork", args=[thread.pk, checkpoint])}"' in page
+
+
+def test_a_message_that_only_calls_tools_shows_its_calls_in_the_transcript(client):
+    thread = chat_thread()
+    call = {"name": "get_weather", "args": {"city": "Leeds"}, "id": "call-1"}
+    asks = {"type": "ai", "content": "", "tool_calls": [call], "id": "a-calls"}
+    fork = engine.fork(thread, head(thread), {"messages": [asks]}, as_node="respond")
+
+    page = client.get(reverse("fork", args=[thread.pk, fork.checkpoint_id])).content.decode()
+
+    transcript = page[page.index('<ol class="transcript"') : page.index("</ol>")]
+    entry = transcript[transcript.index("ai message 3") :]
+    assert "calls tool <code>get_weather</code>" in entry
+    assert "Leeds" in entry and "call-1" in entry
