@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -31,9 +32,16 @@ from langgraph.checkpoint.base import (
 from langgraph.errors import InvalidUpdateError
 
 from durable.engine.assistants import state_properties
-from durable.engine.checks import COPY, InvalidRequest, check_update, checkpoint_config
+from durable.engine.checks import (
+    COPY,
+    InvalidRequest,
+    check_update,
+    checkpoint_config,
+    schema_error,
+)
 from durable.engine.state import graph_of
 from durable.models import Thread
+from durable.values import jsonable
 
 # What an operator is told of an update whose checkpoint has no next task.
 NOTHING_NEXT = "nothing would run; the thread would end here"
@@ -77,9 +85,48 @@ def apply(compiled, base: dict, values: Any, as_node: str | None) -> dict:
     except Exception as exc:
         # update_state runs the graph's own code (the routers after as_node, reducers);
         # an update that code cannot take is refused, and the transaction undone.
-        raise InvalidRequest(
+        raise _reducer_refusal(compiled, values, exc) or InvalidRequest(
             "values", f"The graph could not apply this update: {type(exc).__name__}: {exc}"
         ) from None
+
+
+# What a reducer's channel takes, by its JSON schema's type: the words, and an example.
+TAKES = {
+    "array": ("a list", "[…]"),
+    "object": ("an object", '{"key": …}'),
+    "string": ("text", '"…"'),
+    "integer": ("a whole number", "1"),
+    "number": ("a number", "1.5"),
+}
+
+
+def _reducer_refusal(compiled, values: Any, exc: Exception) -> InvalidRequest | None:
+    """The refusal, in the key's terms, of an update a reducer could not take
+    (``InvalidRequest("values.<key>")``): the first key of ``values`` whose channel
+    combines updates with an operator (``Annotated[list[str], operator.add]``) and whose
+    value is not of the channel's type (its state schema, ``state_properties``). ``None``
+    when no key is, and the graph's own error is then all there is to say."""
+    if not isinstance(values, dict):
+        return None
+    schemas = state_properties(compiled)
+    for key, value in values.items():
+        channel = compiled.channels.get(key)
+        schema = schemas.get(key) or {}
+        if not isinstance(channel, BinaryOperatorAggregate) or schema.get("type") not in TAKES:
+            continue
+        if schema_error(jsonable(value), schema) is None:
+            continue
+        kind, example = TAKES[schema["type"]]
+        if schema["type"] == "array":
+            items = (schema.get("items") or {}).get("type")
+            example = f"[{TAKES[items][1]}]" if items in TAKES else example
+        whole = {"array": "list", "object": "object"}.get(schema["type"], "value")
+        return InvalidRequest(
+            f"values.{key}",
+            f"{key}: this key adds what you give to its {whole} (its reducer); give "
+            f"{kind}, e.g. {example} (the reducer raised {type(exc).__name__}).",
+        )
+    return None
 
 
 def next_after_update(

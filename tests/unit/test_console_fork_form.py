@@ -244,3 +244,15 @@ def test_a_message_that_only_calls_tools_shows_its_calls_in_the_transcript(clien
     entry = transcript[transcript.index("ai message 3") :]
     assert "calls tool <code>get_weather</code>" in entry
     assert "Leeds" in entry and "call-1" in entry
+
+
+def test_a_value_a_reducer_cannot_add_is_refused_on_its_box_in_the_keys_terms(client):
+    thread = at_interrupt("email_reply")
+    form = {"as_node": "review", "state-feedback": "5"}
+
+    page = preview(client, thread, head(thread), form)
+
+    box = page[page.index('id="pv-state-feedback"') :]
+    box = box[: box.index("</div>")]
+    assert "feedback: this key adds what you give to its list" in box
+    assert "can only concatenate" not in page  # Python's words, not the operator's
