@@ -6,6 +6,8 @@ With ``DEBUG`` on, Django answers these with its technical pages rather than the
 ``handler404``/``handler500`` views (``django.core.handlers.exception``), and the embedded
 default runs with ``DEBUG`` on: so ``ErrorPagesMiddleware`` renders the console's own
 pages for the console's requests (the API answers in JSON: ``durable.api.errors``), and
+405, a visit (GET) to an address that only takes a form (``require_POST``), which Django
+answers with an empty page, is the console's too, linking to the page above it; and
 ``not_found``/``server_error`` are the URL conf's handlers for what happens outside it.
 """
 
@@ -20,9 +22,10 @@ from django.core.exceptions import (
     RequestDataTooBig,
     SuspiciousOperation,
 )
-from django.http import Http404, HttpResponse, HttpResponseServerError
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed, HttpResponseServerError
 from django.shortcuts import render
 from django.template import loader
+from django.urls import Resolver404, resolve
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.log import log_response
 
@@ -55,6 +58,29 @@ def too_large(request) -> HttpResponse:
         "back": back if known and back else "",
     }
     return render(request, "413.html", context, status=413)
+
+
+def not_allowed(request, response: HttpResponseNotAllowed) -> HttpResponse:
+    """405 in the console's layout, for ``response`` (Django's empty one; its ``Allow``
+    header is kept): the address takes only a form sent by the console's pages. Links to
+    the page one level up when there is one (the fork form for its preview, the inbox for
+    its bulk answer), else to the threads."""
+    parent = request.path.rstrip("/").rpartition("/")[0] + "/"
+    try:
+        resolve(parent)
+    except Resolver404:
+        parent = ""
+    context = {"request_path": request.path, "parent": parent, "allow": response["Allow"]}
+    page = render(request, "405.html", context, status=405)
+    page["Allow"] = response["Allow"]
+    return page
+
+
+def _explained(request, response) -> HttpResponse:
+    """``response``, or the console's page for it when it is Django's bare 405."""
+    if isinstance(response, HttpResponseNotAllowed):
+        return not_allowed(request, response)
+    return response
 
 
 def _megabytes(size: int) -> str:
@@ -101,7 +127,9 @@ class ErrorPagesMiddleware:
         if request.method == "POST" and _body_too_large(request):
             return too_large(request)
         response = self.get_response(request)
-        return not_found(request) if _unresolved(request, response) else response
+        return (
+            not_found(request) if _unresolved(request, response) else _explained(request, response)
+        )
 
     async def __acall__(self, request):
         if request.path.startswith(API_PREFIX):
@@ -111,7 +139,7 @@ class ErrorPagesMiddleware:
         response = await self.get_response(request)
         if _unresolved(request, response):
             return await sync_to_async(not_found)(request)
-        return response
+        return await sync_to_async(_explained)(request, response)
 
     def process_exception(self, request, exception):
         if request.path.startswith(API_PREFIX):

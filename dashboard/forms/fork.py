@@ -138,6 +138,8 @@ class ForkForm(forms.Form):
             return []
         if not all(is_message(m) and m.get("id") for m in value):
             return []
+        # As the inspector shows them: a message's tool calls (name, id, args), read-only.
+        presented = values.as_messages(value)
         transcript = []
         for i, message in enumerate(value):
             name = f"msg-{key}-{i}"
@@ -146,7 +148,14 @@ class ForkForm(forms.Form):
                 self.fields[name] = forms.CharField(
                     required=False, strip=False, initial=message["content"], label=message["type"]
                 )
-            transcript.append(Message(message, stored[i], self[name] if editable else None))
+            transcript.append(
+                Message(
+                    message,
+                    stored[i],
+                    self[name] if editable else None,
+                    presented[i].tool_calls,
+                )
+            )
         return transcript
 
     def field_for(self, error_field: str) -> str | None:
@@ -250,12 +259,15 @@ def parse_json_on(name: str, text: str, subject: str) -> Any:
 @dataclass
 class Message:
     """One message of a transcript: ``message`` as JSON and shown (``type``,
-    ``content``, ``id`` ..., masked), ``stored`` as stored, and ``field``, its text's
-    input (``None``: its content is no text)."""
+    ``content``, ``id`` ..., masked), ``stored`` as stored, ``field``, its text's
+    input (``None``: its content is no text), and ``tool_calls``, the tools an AI message
+    calls (``dashboard.present.values.ToolCall``, shown, not edited: an edited text keeps
+    them)."""
 
     message: dict
     stored: dict
     field: BoundField | None
+    tool_calls: list = field(default_factory=list)
 
     def edited(self, data) -> dict | None:
         """The message to send when its text was changed in ``data``: its type, new

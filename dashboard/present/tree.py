@@ -22,6 +22,9 @@ from durable.models import Thread
 
 # Checkpoints on one page of the tree.
 TREE_PAGE = 100
+# The detail pane sits below a long tree: what opens in it (the inspector, the fork and
+# replay forms) scrolls it into view, or it would open out of sight.
+SWAP = "innerHTML show:#checkpoint-detail:top"
 # The shape of a node, by the checkpoint's source.
 SOURCE_SHAPES = {"input": "input", "loop": "loop", "update": "update", "fork": "fork"}
 
@@ -173,7 +176,7 @@ def list_item(
         '<li id="cp-{id}" data-checkpoint-id="{id}" data-source="{source}" data-lane="{lane}">'
         '<span class="pick">{a}{b}</span>'
         '<a href="{url}" class="step" hx-get="{url}" hx-target="#checkpoint-detail"'
-        ' hx-swap="innerHTML">step {step}</a>'
+        ' hx-swap="{swap}">step {step}</a>'
         '<span class="source source-{source}">{source}</span>{details}{actions}</li>',
         id=node.checkpoint_id,
         source=node.source,
@@ -181,6 +184,7 @@ def list_item(
         a=_radio("a", "A", node, step, diff_a),
         b=_radio("b", "B", node, step, diff_b),
         url=row.url,
+        swap=SWAP,
         step=step,
         details=_details(row),
         actions=_actions(thread, node, step) if actions and thread is not None else "",
@@ -191,9 +195,9 @@ def _actions(thread: Thread, node, step) -> SafeString:
     links = format_html_join(
         "",
         '<a href="{}" class="button small {}" hx-get="{}" hx-target="#checkpoint-detail"'
-        ' hx-swap="innerHTML" aria-label="{} from step {}">{}</a>',
+        ' hx-swap="{}" aria-label="{} from step {}">{}</a>',
         (
-            (url, kind, url, label, step, label)
+            (url, kind, url, SWAP, label, step, label)
             for kind, label in (("fork", "Fork"), ("replay", "Replay"))
             for url in [reverse(kind, args=[thread.pk, node.checkpoint_id])]
         ),

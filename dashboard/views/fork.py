@@ -119,7 +119,9 @@ def preview(thread, checkpoint_id: str, form: ForkForm) -> dict:
     """The preview of ``form``'s fork: ``preview_changes`` (``durable.diffs.Change``
     from the checkpoint's state to the fork's, masked), ``preview_next`` (the nodes
     LangGraph would run), ``preview_as_node``; or ``preview_refused`` (the form's errors
-    or the graph's refusal, also put on the form's field at fault). ``preview_fields``:
+    or the graph's refusal, also put on the form's field at fault);
+    ``preview_run_refused``: why "Fork and run" would be refused (``""``: it would run).
+    ``preview_fields``:
     ``(field name, errors)`` of each field the preview marks."""
     as_node = form["as_node"].value() or None
     result = {"preview_as_node": as_node, "preview_refused": False}
@@ -137,6 +139,7 @@ def preview(thread, checkpoint_id: str, form: ForkForm) -> dict:
         else:
             result["preview_changes"] = diffs.state_changes(found.before, found.after)
             result["preview_next"] = found.next
+            result["preview_run_refused"] = found.run_refused
     result["preview_refused"] = any(n != "reason" for n in form.errors)
     result["preview_fields"] = [
         (name, form.errors.get(name, []))

@@ -47,7 +47,7 @@ from durable.engine.drift import check_fits, thread_drift
 from durable.engine.options import command_for, graph_options
 from durable.engine.records import lock_thread, lock_thread_named, set_thread_status
 from durable.engine.state import config_for, graph_of, thread_state
-from durable.engine.update import NOTHING_NEXT, apply
+from durable.engine.update import apply, run_refusal
 from durable.graphs import get_graph
 from durable.models import Checkpoint, Run, Tenant, Thread
 from durable.persistence.checkpoint import DjangoSaver
@@ -343,16 +343,12 @@ def _fork(
         # wrote this one (``durable.engine.drift`` reads it).
         written = {**options["metadata"], versions.METADATA_KEY: _digest(thread)}
         config = apply(compiled, {**base, "metadata": written}, values, as_node)
-        has_next = bool(compiled.get_state(config).next)
+        next_tasks = compiled.get_state(config).next
+        has_next = bool(next_tasks)
         created = None
-        if run and not has_next:
-            # A run from a checkpoint with no next task runs nothing and ends "success".
-            counts_as = f"as_node {as_node!r}" if as_node else "this update"
-            raise InvalidRequest(
-                "as_node",
-                f"With {counts_as}, {NOTHING_NEXT}: the new checkpoint has no next task. "
-                "Fork without running it, or choose another as_node.",
-            )
+        refused = run_refusal(next_tasks, as_node) if run else None
+        if refused is not None:
+            raise refused
         if run:
             created = _submit(
                 thread,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.binop import BinaryOperatorAggregate
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -31,12 +32,33 @@ from langgraph.checkpoint.base import (
 from langgraph.errors import InvalidUpdateError
 
 from durable.engine.assistants import state_properties
-from durable.engine.checks import COPY, InvalidRequest, check_update, checkpoint_config
+from durable.engine.checks import (
+    COPY,
+    InvalidRequest,
+    check_update,
+    checkpoint_config,
+    schema_error,
+)
 from durable.engine.state import graph_of
 from durable.models import Thread
+from durable.values import jsonable
 
 # What an operator is told of an update whose checkpoint has no next task.
 NOTHING_NEXT = "nothing would run; the thread would end here"
+
+
+def run_refusal(next_tasks: Sequence[str], as_node: str | None) -> InvalidRequest | None:
+    """Why a run from an update's checkpoint whose next tasks are ``next_tasks`` is
+    refused (``InvalidRequest("as_node")``: it would run nothing and end "success"), or
+    ``None`` when it may run. The one rule of ``fork(run=True)`` and of its preview."""
+    if next_tasks:
+        return None
+    counts_as = f"as_node {as_node!r}" if as_node else "this update"
+    return InvalidRequest(
+        "as_node",
+        f"With {counts_as}, {NOTHING_NEXT}: the new checkpoint has no next task. "
+        "Fork without running it, or choose another as_node.",
+    )
 
 
 def apply(compiled, base: dict, values: Any, as_node: str | None) -> dict:
@@ -63,9 +85,48 @@ def apply(compiled, base: dict, values: Any, as_node: str | None) -> dict:
     except Exception as exc:
         # update_state runs the graph's own code (the routers after as_node, reducers);
         # an update that code cannot take is refused, and the transaction undone.
-        raise InvalidRequest(
+        raise _reducer_refusal(compiled, values, exc) or InvalidRequest(
             "values", f"The graph could not apply this update: {type(exc).__name__}: {exc}"
         ) from None
+
+
+# What a reducer's channel takes, by its JSON schema's type: the words, and an example.
+TAKES = {
+    "array": ("a list", "[…]"),
+    "object": ("an object", '{"key": …}'),
+    "string": ("text", '"…"'),
+    "integer": ("a whole number", "1"),
+    "number": ("a number", "1.5"),
+}
+
+
+def _reducer_refusal(compiled, values: Any, exc: Exception) -> InvalidRequest | None:
+    """The refusal, in the key's terms, of an update a reducer could not take
+    (``InvalidRequest("values.<key>")``): the first key of ``values`` whose channel
+    combines updates with an operator (``Annotated[list[str], operator.add]``) and whose
+    value is not of the channel's type (its state schema, ``state_properties``). ``None``
+    when no key is, and the graph's own error is then all there is to say."""
+    if not isinstance(values, dict):
+        return None
+    schemas = state_properties(compiled)
+    for key, value in values.items():
+        channel = compiled.channels.get(key)
+        schema = schemas.get(key) or {}
+        if not isinstance(channel, BinaryOperatorAggregate) or schema.get("type") not in TAKES:
+            continue
+        if schema_error(jsonable(value), schema) is None:
+            continue
+        kind, example = TAKES[schema["type"]]
+        if schema["type"] == "array":
+            items = (schema.get("items") or {}).get("type")
+            example = f"[{TAKES[items][1]}]" if items in TAKES else example
+        whole = {"array": "list", "object": "object"}.get(schema["type"], "value")
+        return InvalidRequest(
+            f"values.{key}",
+            f"{key}: this key adds what you give to its {whole} (its reducer); give "
+            f"{kind}, e.g. {example} (the reducer raised {type(exc).__name__}).",
+        )
+    return None
 
 
 def next_after_update(
@@ -85,11 +146,13 @@ class ForkPreview:
     checkpoint's state values; ``after``, the values of the checkpoint the fork would
     write (the update passed through the channels' reducers: ``add_messages`` appends,
     or replaces a message of the same id); ``next``, the tasks LangGraph would run from
-    it (``()``: the thread would end there)."""
+    it (``()``: the thread would end there); ``run_refused``, why ``fork(run=True)`` would
+    be refused (``run_refusal``'s message), ``""`` when it would run."""
 
     before: dict
     after: dict
     next: tuple[str, ...]
+    run_refused: str = ""
 
 
 def preview_fork(
@@ -105,7 +168,13 @@ def preview_fork(
     sandboxed = compiled.copy({"checkpointer": Sandbox(compiled.checkpointer)})
     before = sandboxed.get_state(base)
     after = sandboxed.get_state(apply(sandboxed, base, values, as_node))
-    return ForkPreview(before=before.values, after=after.values, next=after.next)
+    refused = run_refusal(after.next, as_node)
+    return ForkPreview(
+        before=before.values,
+        after=after.values,
+        next=after.next,
+        run_refused=refused.message if refused else "",
+    )
 
 
 class Sandbox(BaseCheckpointSaver):

@@ -51,6 +51,9 @@ def test_fork_from_the_tree_runs_in_two_clicks_with_a_live_preview(page, web, wo
 
     click(node(page, checkpoint).get_by_role("link", name=re.compile("^Fork from step")))
     panel = page.locator("#checkpoint-detail #fork-panel")
+    # The pane is below the tree: the swap scrolls the form into view, its heading whole.
+    heading = panel.get_by_role("heading", name=re.compile("^Fork from step"))
+    expect(heading).to_be_in_viewport(ratio=1)
     expect(panel.get_by_label("Update as node (as_node)")).to_have_value("validate")
     expect(panel.get_by_label("amount", exact=True)).to_have_value("42.5")
     preview = panel.get_by_test_id("fork-preview")

@@ -216,3 +216,43 @@ def test_a_json_box_value_the_state_schema_takes_is_forked(client):
     response = client.post(reverse("fork", args=[thread.pk, head(thread)]), data)
     assert response.status_code == 303
     assert engine.thread_state(thread).values["amount"] == 75
+
+
+def test_a_visit_to_the_preview_is_a_console_page_pointing_to_the_fork_form(client):
+    thread = at_interrupt()
+    checkpoint = head(thread)
+
+    response = client.get(reverse("fork-preview", args=[thread.pk, checkpoint]))
+
+    assert response.status_code == 405
+    assert response["Allow"] == "POST"
+    page = response.content.decode()
+    assert "<h1>Nothing to see at this address</h1>" in page
+    assert '<nav aria-label="Main">' in page  # the console's layout
+    assert f'href="{reverse("fork", args=[thread.pk, checkpoint])}"' in page
+
+
+def test_a_message_that_only_calls_tools_shows_its_calls_in_the_transcript(client):
+    thread = chat_thread()
+    call = {"name": "get_weather", "args": {"city": "Leeds"}, "id": "call-1"}
+    asks = {"type": "ai", "content": "", "tool_calls": [call], "id": "a-calls"}
+    fork = engine.fork(thread, head(thread), {"messages": [asks]}, as_node="respond")
+
+    page = client.get(reverse("fork", args=[thread.pk, fork.checkpoint_id])).content.decode()
+
+    transcript = page[page.index('<ol class="transcript"') : page.index("</ol>")]
+    entry = transcript[transcript.index("ai message 3") :]
+    assert "calls tool <code>get_weather</code>" in entry
+    assert "Leeds" in entry and "call-1" in entry
+
+
+def test_a_value_a_reducer_cannot_add_is_refused_on_its_box_in_the_keys_terms(client):
+    thread = at_interrupt("email_reply")
+    form = {"as_node": "review", "state-feedback": "5"}
+
+    page = preview(client, thread, head(thread), form)
+
+    box = page[page.index('id="pv-state-feedback"') :]
+    box = box[: box.index("</div>")]
+    assert "feedback: this key adds what you give to its list" in box
+    assert "can only concatenate" not in page  # Python's words, not the operator's

@@ -75,7 +75,11 @@ def test_a_side_by_side_row_marks_only_the_side_that_has_a_line(client):
     ("data", "field", "message"),
     [
         # A reducer (operator.add on a list) refuses a string: the box of that key says so.
-        ({"state-reviews": '"x"'}, "state-reviews", "The graph could not apply this update"),
+        (
+            {"state-reviews": '"x"'},
+            "state-reviews",
+            "reviews: this key adds what you give to its list",
+        ),
         # A key the graph's state does not have is refused, not dropped in silence.
         ({"state-verdit": '"ok"'}, None, "The state of this graph has no key verdit"),
     ],

@@ -143,3 +143,35 @@ def test_a_refused_form_previews_the_submitted_values_for_the_chosen_node(client
     assert "(with the values submitted)" in page
     assert NOTHING in row(page, "validate")
     assert f"With as_node <code>validate</code>, {NOTHING}." in page
+
+
+def test_the_preview_of_an_update_that_runs_nothing_says_fork_and_run_is_refused(client):
+    thread = finished()
+    checkpoint = at_step(thread, 1)
+    form = {"as_node": "request_approval", "reason": ""}
+
+    # The refusal the preview gives is the fork's own, word for word.
+    preview = engine.preview_fork(thread, checkpoint, None, as_node="request_approval")
+    with pytest.raises(engine.InvalidRequest) as refused:
+        engine.fork(thread, checkpoint, None, as_node="request_approval", run=True)
+    assert preview.run_refused == refused.value.message
+    response = client.post(
+        reverse("fork-preview", args=[thread.pk, checkpoint]), form, HTTP_HX_REQUEST="true"
+    )
+
+    page = response.content.decode()
+    warning = page[page.index('data-testid="preview-run-refused"') :]
+    warning = warning[: warning.index("</p>")]
+    assert "“Fork and run” would be refused" in warning
+    assert "“Only add the checkpoint”" in warning
+    assert "nothing would run; the thread would end here" in warning
+    # The button, swapped out of band beside the form, says so too.
+    assert 'name="run_after" value="on" disabled' in page
+    assert engine.preview_fork(thread, checkpoint, None, as_node="validate").run_refused == ""
+    ok = client.post(
+        reverse("fork-preview", args=[thread.pk, checkpoint]),
+        {**form, "as_node": "validate"},
+        HTTP_HX_REQUEST="true",
+    ).content.decode()
+    assert "preview-run-refused" not in ok
+    assert 'name="run_after" value="on">' in ok

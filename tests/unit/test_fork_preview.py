@@ -85,3 +85,22 @@ def test_an_update_the_graph_refuses_is_refused_on_its_field_and_writes_nothing(
         engine.preview_fork(thread, checkpoint, {"no_such_key": 1}, as_node="validate")
     assert refused.value.field.startswith("values")
     assert everything() == before
+
+
+def test_a_value_a_list_reducer_cannot_add_is_refused_in_the_keys_terms():
+    # email_reply's feedback is Annotated[list[str], operator.add]: 5 is no list to add.
+    thread = at_interrupt("email_reply")
+    checkpoint = head(thread)
+    before = everything()
+
+    for refuse in (engine.preview_fork, engine.fork):
+        with pytest.raises(engine.InvalidRequest) as refused:
+            refuse(thread, checkpoint, {"feedback": 5}, as_node="review")
+        assert refused.value.field == "values.feedback"
+        message = refused.value.message
+        assert message.startswith("feedback: this key adds what you give to its list")
+        assert 'give a list, e.g. ["…"]' in message
+        assert "concatenate" not in message
+    assert everything() == before
+    taken = engine.preview_fork(thread, checkpoint, {"feedback": ["shorter"]}, as_node="review")
+    assert taken.after["feedback"][-1] == "shorter"
