@@ -139,7 +139,9 @@ class ErrorPagesMiddleware:
         response = await self.get_response(request)
         if _unresolved(request, response):
             return await sync_to_async(not_found)(request)
-        return await sync_to_async(_explained)(request, response)
+        if isinstance(response, HttpResponseNotAllowed):
+            return await sync_to_async(not_allowed)(request, response)
+        return response
 
     def process_exception(self, request, exception):
         if request.path.startswith(API_PREFIX):

@@ -40,3 +40,14 @@ def test_an_unknown_page_is_the_consoles_404(web, cookies):
     assert response.status_code == 404
     assert "<h1>Not found</h1>" in response.text
     assert "URLconf" not in response.text
+
+
+def test_a_visit_to_an_address_that_only_takes_a_form_is_the_consoles_405(web, cookies):
+    """Served over ASGI, as ``make run`` serves it (the unit tests go through the WSGI
+    path): a reloaded form's address is a page of the console, not an empty one."""
+    response = httpx.get(f"{web.url}/runs/start/", cookies=cookies)
+
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+    assert "<h1>Nothing to see at this address</h1>" in response.text
+    assert '<nav aria-label="Main">' in response.text
