@@ -58,6 +58,16 @@ def test_the_wait_counts_from_when_the_interrupt_arrived_not_from_the_thread(cli
     assert 'id="bulk-form"' not in page  # nothing to answer in bulk with one entry
 
 
+def test_an_interrupt_that_just_arrived_waited_less_than_a_minute_not_0_minutes(client):
+    arrived(ago=timedelta(seconds=5))
+    arrived("email_reply", ago=timedelta(hours=2, minutes=3))
+    page = client.get(reverse("inbox")).content.decode()
+    assert "0\xa0minutes" not in page
+    assert 'expense_approval <span class="count">(1 waiting, oldest just now)' in page
+    assert 'email_reply <span class="count">(1 waiting, oldest 2\xa0hours ago)' in page
+    assert re.search(r'<span data-testid="waited"[^>]*>waiting less than a minute</span>', page)
+
+
 def test_filters_by_graph_action_and_payload_text_with_the_count_per_filter(client):
     claims = [arrived() for _ in range(3)]
     emails = [arrived("email_reply") for _ in range(2)]
