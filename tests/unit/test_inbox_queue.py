@@ -232,6 +232,16 @@ def test_bulk_refuses_what_cannot_be_answered_together_and_changes_nothing(
     assert AuditEvent.objects.count() == audited
 
 
+def test_a_refused_bulk_answers_address_reloaded_goes_back_to_the_inbox(client):
+    """A refused bulk answer leaves the browser on ``/inbox/bulk/?…``: reloading or
+    bookmarking that address is the inbox with the same filters, not a blank 405."""
+    url = reverse("inbox-bulk") + "?graph=expense_approval&sort=newest"
+    response = client.get(url)
+    assert response.status_code == 303
+    assert response["Location"] == reverse("inbox") + "?graph=expense_approval&sort=newest"
+    assert client.get(reverse("inbox-bulk"))["Location"] == reverse("inbox")
+
+
 def test_bulk_with_a_thread_of_another_tenant_changes_nothing(client):
     mine = arrived()
     theirs = arrived()
