@@ -23,7 +23,7 @@ from django.utils import timezone
 from dashboard.views import inbox as inbox_views
 from durable import engine
 from durable.models import AuditEvent, Run, Tenant, Thread
-from tests.helpers.threads import arrived, at_interrupt, everything
+from tests.helpers.threads import arrived, at_interrupt, everything, head
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -66,6 +66,26 @@ def test_an_interrupt_that_just_arrived_waited_less_than_a_minute_not_0_minutes(
     assert 'expense_approval <span class="count">(1 waiting, oldest just now)' in page
     assert 'email_reply <span class="count">(1 waiting, oldest 2\xa0hours ago)' in page
     assert re.search(r'<span data-testid="waited"[^>]*>waiting less than a minute</span>', page)
+
+
+def test_a_thread_forked_without_a_run_has_nothing_to_answer_and_is_not_in_the_inbox(client):
+    forked, other = arrived(), arrived()
+    # "Only add the checkpoint": as validate, whose router sends the claim on to
+    # request_approval, which has not run yet: nothing is pending there.
+    response = client.post(
+        reverse("fork", args=[forked.pk, head(forked)]),
+        {"as_node": "validate", "state-amount": "50", "reason": "corrected"},
+    )
+    assert response.status_code == 303
+    assert Thread.objects.get(pk=forked.pk).status == Thread.Status.INTERRUPTED
+    assert engine.thread_state(forked).interrupts == ()
+
+    page = client.get(reverse("inbox")).content.decode()
+
+    assert shown(page) == [other.name]
+    assert 'expense_approval <span class="count">(1 waiting' in page
+    assert "1 thread waits for a human" in page
+    assert "Nothing is pending on this thread any more" not in page
 
 
 def test_filters_by_graph_action_and_payload_text_with_the_count_per_filter(client):
