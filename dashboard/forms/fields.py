@@ -17,8 +17,17 @@ def reason_field(required_message: str) -> forms.CharField:
         label="Reason (required)",
         max_length=REASON_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={"required": required_message, **no_nul("reason")},
+        error_messages={"required": required_message, **reason_errors()},
     )
+
+
+def reason_errors() -> dict:
+    """``error_messages`` of every reason box (an action's reason, a rejection's), each
+    naming the field: a form's errors can show away from the box they are about."""
+    return {
+        **no_nul("reason"),
+        "max_length": "reason: at most %(limit_value)d characters (it has %(show_value)d).",
+    }
 
 
 def nul_message(name: str) -> str:

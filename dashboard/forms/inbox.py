@@ -7,7 +7,7 @@ from django import forms
 from django.db.models import QuerySet
 from django.utils.http import urlencode
 
-from dashboard.forms.fields import REASON_MAX_LENGTH, no_nul
+from dashboard.forms.fields import REASON_MAX_LENGTH, no_nul, reason_errors
 from durable.persistence.text import UnstorableText, check_text
 
 NO_GRAPH = "no graph has this name."
@@ -93,7 +93,7 @@ class BulkAnswerForm(forms.Form):
         required=False,
         max_length=REASON_MAX_LENGTH,
         label="Reason (sent with a rejection)",
-        error_messages=no_nul("reason"),
+        error_messages=reason_errors(),
     )
 
     def __init__(self, *args, queryset: QuerySet, **kwargs):

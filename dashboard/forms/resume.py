@@ -13,7 +13,14 @@ from django import forms
 from django.forms import BoundField
 from langgraph.types import Interrupt
 
-from dashboard.forms.fields import error_on, field_error, no_nul, nul_message, parse_json
+from dashboard.forms.fields import (
+    error_on,
+    field_error,
+    no_nul,
+    nul_message,
+    parse_json,
+    reason_errors,
+)
 from dashboard.forms.schema_form import SchemaFields
 from dashboard.present import interrupts, values
 from durable import engine
@@ -174,7 +181,7 @@ class ResumeForm(forms.Form):
                 forms.CharField(
                     required=False,
                     label="Reason (sent with a rejection)",
-                    error_messages=no_nul("reason"),
+                    error_messages=reason_errors(),
                 ),
             ),
         )

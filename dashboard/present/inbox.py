@@ -5,7 +5,7 @@ kind it shares with the entries it can be answered in bulk with."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -15,6 +15,21 @@ from langgraph.types import StateSnapshot
 from dashboard.present import interrupts
 from dashboard.present.links import json_url
 from durable.models import Thread
+
+# Under a minute, ``timesince`` says "0 minutes": a wait that short is said in words.
+JUST_NOW = timedelta(minutes=1)
+
+
+def waited(since: datetime, now: datetime | None = None) -> str:
+    """How long since ``since``, to one unit ("3 hours"), or ``"less than a minute"``."""
+    now = now or timezone.now()
+    return "less than a minute" if now - since < JUST_NOW else timesince(since, now, depth=1)
+
+
+def ago(since: datetime, now: datetime | None = None) -> str:
+    """When ``since`` was, said from now: ``"3 hours ago"``, or ``"just now"``."""
+    now = now or timezone.now()
+    return "just now" if now - since < JUST_NOW else f"{timesince(since, now, depth=1)} ago"
 
 
 @dataclass
@@ -36,8 +51,8 @@ class Entry:
 
     @property
     def waited(self) -> str:
-        """How long it has waited, to one unit ("3 hours")."""
-        return timesince(self.since, depth=1) if self.since else ""
+        """How long it has waited, to one unit ("3 hours", ``waited``)."""
+        return waited(self.since) if self.since else ""
 
     @property
     def bulk_kind(self) -> str:

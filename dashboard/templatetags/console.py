@@ -6,7 +6,7 @@ import nh3
 from django import template
 from django.utils.safestring import mark_safe
 
-from dashboard.present import interrupts, values
+from dashboard.present import inbox, interrupts, values
 
 register = template.Library()
 
@@ -75,3 +75,9 @@ STATUS_ICONS = {
 def get_key(mapping, key):
     """``mapping[key]``, or ``None`` (state keys are not template identifiers)."""
     return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def ago(when) -> str:
+    """``"3 hours ago"``, or ``"just now"`` under a minute (``present.inbox.ago``)."""
+    return inbox.ago(when) if when else ""

@@ -18,7 +18,7 @@ from django.db.models import Count, Min
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard import access
 from dashboard.forms import CloseForm, ResumeForm, refusal
@@ -99,14 +99,24 @@ def _render_inbox(request, bulk: BulkAnswerForm | None = None, status: int = 200
     return render(request, "dashboard/inbox.html", context, status=status)
 
 
-@require_POST
+def _back_to_inbox(request):
+    """303 to the inbox with the query string the request had (its filters and page)."""
+    query = request.GET.urlencode()
+    return see_other(f"{reverse('inbox')}?{query}" if query else reverse("inbox"))
+
+
+@require_http_methods(["GET", "POST"])
 def bulk(request):
     """Answer every thread of ``BulkAnswerForm.threads`` with its ``decision``: each
     thread is resumed with its own interrupt id by ``durable.engine.resume`` (one run
     and one audit event each), then 303 back to the inbox as the query string had it.
     Refused (400, the inbox with the error, nothing changed): threads of different
     kinds or not waiting on exactly one interrupt with one action, a decision one of
-    them does not allow, or what ``durable.engine.resume`` refuses for any of them."""
+    them does not allow, or what ``durable.engine.resume`` refuses for any of them.
+    A GET (a refused answer's page reloaded or bookmarked) is 303 to the inbox, as
+    the query string has it."""
+    if request.method == "GET":
+        return _back_to_inbox(request)
     access.require_operator(request)
     form = BulkAnswerForm(request.POST, queryset=_waiting(request))
     if form.is_valid():
@@ -125,8 +135,7 @@ def bulk(request):
                 names = ", ".join(e.thread.name for e in entries)
                 interrupts = "interrupt" if len(runs) == 1 else "interrupts"
                 messages.success(request, f"Answered {len(runs)} {interrupts} ({names}).")
-                query = request.GET.urlencode()
-                return see_other(f"{reverse('inbox')}?{query}" if query else reverse("inbox"))
+                return _back_to_inbox(request)
     return _render_inbox(request, bulk=form, status=400)
 
 

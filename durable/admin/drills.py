@@ -15,13 +15,14 @@ from django.utils.html import format_html_join
 
 from durable.admin.scoping import ReadOnly
 from durable.drills import tasks
+from durable.engine import queue
 from durable.models import DrillReport
 
 
 @admin.register(DrillReport)
 class DrillReportAdmin(ReadOnly, admin.ModelAdmin):
-    list_display = ["started_at", "verdict", "outcomes", "workers", "requested_by"]
-    fields = ["started_at", "finished_at", "requested_by", "workers", "passed", "outcomes"]
+    list_display = ["started_at", "verdict", "outcomes", "workers_counted", "requested_by"]
+    fields = ["started_at", "finished_at", "requested_by", "workers_counted", "passed", "outcomes"]
     readonly_fields = fields
     change_list_template = "admin/durable/drillreport/change_list.html"
 
@@ -31,6 +32,10 @@ class DrillReportAdmin(ReadOnly, admin.ModelAdmin):
     @admin.display(description="verdict")
     def verdict(self, report):
         return report.verdict
+
+    @admin.display(description="workers")
+    def workers_counted(self, report):
+        return "not counted" if report.workers is None else report.workers
 
     @admin.display(description="drills")
     def outcomes(self, report):
@@ -60,11 +65,17 @@ class DrillReportAdmin(ReadOnly, admin.ModelAdmin):
         if not self.may_run(request):
             raise PermissionDenied
         tasks.run_drills_task.delay(requested_by=request.user.get_username())
+        if queue.can_ping_workers():
+            drain = (
+                "If two or more workers answer Celery's ping, one is drained by SIGTERM: "
+                "your process manager should start it again."
+            )
+        else:
+            drain = f"The drain drill is skipped: {DrillReport.CANNOT_PING}."
         self.message_user(
             request,
             "The fault drills are running on a worker; their report appears here when "
-            "they are done (a minute or so). One worker is drained by SIGTERM: your "
-            "process manager should start it again.",
+            f"they are done (a minute or so). {drain}",
             messages.SUCCESS,
         )
         return HttpResponseRedirect(reverse("admin:durable_drillreport_changelist"))

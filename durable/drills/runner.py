@@ -41,6 +41,7 @@ PROMISES = {
 }
 DRILLS = list(PROMISES)
 POLL_SECONDS = 0.2
+CANNOT_PING = DrillReport.CANNOT_PING
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
 
@@ -79,11 +80,12 @@ def run_drills(
     clean_up(tenant)  # what an interrupted drill may have left
     started = timezone.now()
     workers = queue.workers_answering()
+    counted = None if workers is None else len(workers)
     results = []
     try:
         for name in chosen:
             logger.info("drill %s: %s", name, PROMISES[name])
-            results.append(_drill(name, tenant, timeout, len(workers), requested_by))
+            results.append(_drill(name, tenant, timeout, counted, requested_by))
             logger.info("drill %s: %s", name, results[-1])
     finally:
         clean_up(tenant)
@@ -91,21 +93,27 @@ def run_drills(
         started_at=started,
         finished_at=timezone.now(),
         requested_by=requested_by,
-        workers=len(workers),
+        workers=counted,
         passed=all(r.outcome != FAILED for r in results),
         results=[asdict(r) for r in results],
     )
 
 
-def _skip_reason(name: str, workers: int) -> str:
+def _skip_reason(name: str, workers: int | None) -> str:
+    """Why drill ``name`` cannot run here, or ``""``; ``workers``: how many answered
+    Celery's ping, ``None`` when the broker cannot ping them."""
     if name == "database" and connection.vendor != "postgresql":
         return "needs PostgreSQL (SQLite has no server connection to drop)"
+    if name == "drain" and workers is None:
+        return f"needs 2 workers, which cannot be counted: {CANNOT_PING}"
     if name == "drain" and workers < 2:
         return f"needs 2 workers ({workers} answered Celery's ping)"
     return ""
 
 
-def _drill(name: str, tenant: Tenant, timeout: float, workers: int, requested_by: str) -> Result:
+def _drill(
+    name: str, tenant: Tenant, timeout: float, workers: int | None, requested_by: str
+) -> Result:
     if reason := _skip_reason(name, workers):
         return Result(name, SKIPPED, detail=reason)
     run = engine.start(
@@ -246,7 +254,7 @@ def report_text(report: DrillReport) -> str:
     """The report as ``manage.py drill`` prints it: one line per drill."""
     lines = [
         f"Fault drills at {report.started_at:%Y-%m-%d %H:%M:%S} UTC, "
-        f"{report.workers} worker(s) answered: {report.verdict.upper()}"
+        f"{report.workers_said}: {report.verdict.upper()}"
     ]
     for r in report.results:
         took = f"recovered in {r['seconds']:.2f} s" if r["seconds"] is not None else ""

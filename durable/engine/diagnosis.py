@@ -38,6 +38,9 @@ from durable.models import Checkpoint, Run, Thread
 # whose ``where`` only finds candidates (their latest run's events are read).
 REFINE_LIMIT = 200
 FAILED = (Run.Status.ERROR, Run.Status.TIMEOUT)
+# Checkpoint metadata ``source`` of a checkpoint written by ``update_state`` (and of a
+# copy), not by a run: such a checkpoint's next tasks wait on no breakpoint.
+UPDATES = ("update", "fork")
 
 
 @dataclass(frozen=True)
@@ -299,14 +302,35 @@ def _waiting(thread: Thread, now: dt.datetime) -> Diagnosis | None:
     count = len(state.interrupts)
     run = _latest_run(thread)
     since = (run.ended_at if run and run.ended_at else None) or thread.updated_at
+    details = {"interrupts": count, "nodes": nodes, "next": list(state.next)}
     if count:
         on = f"{count} interrupt{'s' if count != 1 else ''}"
         on += f" in {', '.join(nodes)}" if nodes else ""
+        text = f"Waiting for a person: since {_at(since)}, {on}."
+        action = Action("Answer", "answer the pending interrupts in the inbox", "answer")
+        return Diagnosis("waiting", "Waiting for a person", text, since, details, action)
+    # Nothing to answer: the thread is ``interrupted`` as the Agent Server counts it (its
+    # latest checkpoint has next tasks), and a run with no input goes on from there.
+    next_ = ", ".join(state.next)
+    if (state.metadata or {}).get("source") in UPDATES:
+        # Written by update_state, not by a run: the wait starts there, not at the
+        # interrupt of the run before.
+        if state.created_at:
+            since = dt.datetime.fromisoformat(state.created_at)
+        on = (
+            f"to start a run from the checkpoint an update wrote; {next_} would run next,"
+            " and no interrupt is pending"
+        )
     else:
-        on = f"a breakpoint before {', '.join(state.next)}" if state.next else "a breakpoint"
+        on = f"a breakpoint before {next_}" if next_ else "a breakpoint"
     text = f"Waiting for a person: since {_at(since)}, {on}."
-    action = Action("Answer", "answer the pending interrupts in the inbox", "answer")
-    details = {"interrupts": count, "nodes": nodes, "next": list(state.next)}
+    checkpoint_id = state.config["configurable"]["checkpoint_id"]
+    action = Action(
+        "Go on from here",
+        "run the thread on from its latest checkpoint",
+        "replay",
+        {"checkpoint_id": checkpoint_id},
+    )
     return Diagnosis("waiting", "Waiting for a person", text, since, details, action)
 
 

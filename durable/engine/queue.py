@@ -160,9 +160,20 @@ def send(sends: Sends) -> None:
         transaction.on_commit(lambda pk=thread_pk: dispatch_next(pk))
 
 
-def workers_answering(timeout: float = 1.0) -> list[str]:
+def can_ping_workers() -> bool:
+    """Whether the broker can broadcast, which Celery's ``ping`` needs: Redis and
+    RabbitMQ can; the embedded broker (kombu's SQLAlchemy transport) has no fanout
+    exchange, so its workers are there but cannot be counted."""
+    with current_app.connection_for_write() as connection:
+        return "fanout" in connection.transport.implements.exchange_type
+
+
+def workers_answering(timeout: float = 1.0) -> list[str] | None:
     """The node names of the workers that answer Celery's ``ping`` within ``timeout``
-    seconds; none when the broker cannot broadcast (the embedded one) or is down."""
+    seconds; none when the broker is down; ``None`` (not known) when it cannot
+    broadcast (``can_ping_workers``)."""
+    if not can_ping_workers():
+        return None
     try:
         replies = current_app.control.ping(timeout=timeout) or []
     except Exception:

@@ -2,6 +2,11 @@
 (its action's name), its payload as text, and whether it is overdue, all in SQL so a
 page's queries do not grow with the backlog.
 
+A waiting thread is an ``interrupted`` one with an interrupt pending at its latest
+checkpoint (an ``__interrupt__`` write on it): a thread is ``interrupted`` too when that
+checkpoint merely has next tasks (an update or fork written without a run, a breakpoint),
+and then nothing there is for a person to answer.
+
 What a waiting thread waits on is read from its newest run that ended ``interrupted``
 (``Run.interrupts``, ``[{"id", "value"}]``, and ``Run.ended_at``, when the interrupt
 arrived). A thread interrupted without such a run (its checkpoints written in another
@@ -14,6 +19,7 @@ from datetime import datetime
 
 from django.db.models import (
     DateTimeField,
+    Exists,
     ExpressionWrapper,
     F,
     OuterRef,
@@ -27,7 +33,8 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
-from durable.models import Run, Thread
+from durable.history import INTERRUPT
+from durable.models import Checkpoint, CheckpointWrite, Run, Thread
 
 # Where the action's name sits in the first pending interrupt, by payload: a LangChain v1
 # ``HITLRequest`` (its first action request), an agent-inbox ``HumanInterrupt`` passed
@@ -43,15 +50,31 @@ def _interrupted_run():
     return Run.objects.filter(thread=OuterRef("pk"), status=Run.Status.INTERRUPTED).order_by("-pk")
 
 
+def interrupt_pending() -> Exists:
+    """True for a thread (the outer row) whose latest root checkpoint has an interrupt
+    pending: LangGraph's ``StateSnapshot.interrupts`` are read from these writes. A
+    subgraph's interrupt counts too: its parent's task writes it at the root."""
+    latest = Checkpoint.objects.filter(thread_id=OuterRef(OuterRef("thread_id")), checkpoint_ns="")
+    return Exists(
+        CheckpointWrite.objects.filter(
+            thread_id=OuterRef("thread_id"),
+            checkpoint_ns="",
+            checkpoint_id=Subquery(latest.order_by("-checkpoint_id").values("checkpoint_id")[:1]),
+            channel=INTERRUPT,
+        )
+    )
+
+
 def waiting(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
-    """The ``interrupted`` threads of ``queryset``, annotated with ``waiting_since``
+    """The ``interrupted`` threads of ``queryset`` with an interrupt pending at their
+    latest checkpoint (``interrupt_pending``), annotated with ``waiting_since``
     (a datetime: when the newest interrupted run ended, else the thread's
     ``updated_at``) and ``action`` (the first pending interrupt's action name, or
     ``None`` for a payload that names none). ``payload`` (the pending interrupts as JSON
     text) is an alias to filter on, not selected."""
     run = _interrupted_run()
     return (
-        queryset.filter(status=Thread.Status.INTERRUPTED)
+        queryset.filter(interrupt_pending(), status=Thread.Status.INTERRUPTED)
         .annotate(
             waiting_since=Coalesce(Subquery(run.values("ended_at")[:1]), F("updated_at")),
             action=Subquery(run.annotate(name=Coalesce(*map(KT, ACTION_PATHS))).values("name")[:1]),

@@ -13,7 +13,11 @@ class DrillReport(models.Model):
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
     requested_by = models.CharField(max_length=150, blank=True, default="")
-    workers = models.PositiveIntegerField(default=0, help_text="Workers that answered a ping.")
+    workers = models.PositiveIntegerField(
+        null=True,
+        default=0,
+        help_text="Workers that answered a ping; empty when the broker cannot ping workers.",
+    )
     passed = models.BooleanField(help_text="No drill failed.")
     results = models.JSONField(default=list)
 
@@ -22,6 +26,17 @@ class DrillReport(models.Model):
 
     def __str__(self):
         return f"drills at {self.started_at:%Y-%m-%d %H:%M:%S} ({self.verdict})"
+
+    # The embedded broker (kombu's SQLAlchemy transport) has no broadcast: its workers
+    # run the drills but cannot answer a ping, so they are not counted, not 0.
+    CANNOT_PING = "the broker cannot ping workers (the embedded one has no broadcast)"
+
+    @property
+    def workers_said(self) -> str:
+        """``"2 worker(s) answered"``, or that they could not be counted."""
+        if self.workers is None:
+            return f"workers not counted: {self.CANNOT_PING}"
+        return f"{self.workers} worker(s) answered"
 
     @property
     def verdict(self) -> str:

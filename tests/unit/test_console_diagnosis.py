@@ -5,12 +5,14 @@ executed in this process, as a worker executes them."""
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from durable import engine
 from durable.engine import execution
@@ -79,6 +81,55 @@ def test_a_waiting_thread_links_to_its_answer_but_not_for_a_viewer(client, tmp_p
     seen = viewer.get(reverse("thread", args=[thread.pk]))
     assert line(seen).startswith("Waiting for a person since ")
     assert action_href(seen) is None
+
+
+def test_a_thread_forked_without_a_run_says_what_runs_next_not_a_breakpoint(client):
+    thread = executed(engine.start("expense_approval", INPUTS["expense_approval"]))
+    # "Only add the checkpoint": as validate, whose router sends the claim on to
+    # request_approval; the thread stays interrupted (next tasks), with nothing pending.
+    response = client.post(
+        reverse("fork", args=[thread.pk, head(thread)]),
+        {"as_node": "validate", "state-amount": "50", "reason": "corrected"},
+    )
+    assert response.status_code == 303
+    forked = engine.thread_state(thread)
+    assert Thread.objects.get(pk=thread.pk).status == Thread.Status.INTERRUPTED
+    # The interrupt came days before the fork.
+    long_ago = timezone.now() - timedelta(days=3)
+    thread.runs.update(ended_at=long_ago)
+
+    response = client.get(reverse("thread", args=[thread.pk]))
+
+    said = line(response)
+    assert "breakpoint" not in said
+    assert "interrupt in" not in said
+    assert said.startswith("Waiting for a person since ")
+    # Since the fork's checkpoint, not the run's interrupt before it.
+    fork_time = timezone.localtime(datetime.fromisoformat(forked.created_at))
+    assert f"since {fork_time:%Y-%m-%d %H:%M:%S}" in said
+    assert f"{timezone.localtime(long_ago):%Y-%m-%d}" not in said
+    assert said.endswith(
+        "to start a run from the checkpoint an update wrote; request_approval would run"
+        " next, and no interrupt is pending. Go on from here"
+    )
+    assert action_href(response) == reverse("replay", args=[thread.pk, head(thread)])
+    assert client.get(action_href(response)).status_code == 200
+
+
+def test_a_thread_at_a_breakpoint_says_so_and_is_not_in_the_inbox(client):
+    run = engine.start(
+        "expense_approval", INPUTS["expense_approval"], interrupt_before=["request_approval"]
+    )
+    thread = executed(run)
+    assert thread.status == Thread.Status.INTERRUPTED
+    assert engine.thread_state(thread).interrupts == ()
+
+    response = client.get(reverse("thread", args=[thread.pk]))
+    assert line(response).endswith(", a breakpoint before request_approval. Go on from here")
+    assert action_href(response) == reverse("replay", args=[thread.pk, head(thread)])
+    # The inbox lists the interrupts to answer: a breakpoint has none.
+    inbox = client.get(reverse("inbox")).content.decode()
+    assert f'id="entry-{thread.pk}"' not in inbox
 
 
 def test_a_finished_and_a_never_started_thread(client, tmp_path):

@@ -16,10 +16,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from dashboard.forms.fields import REASON_MAX_LENGTH
 from durable import engine
 from durable.graphs import example_input, get_graph, graph_names
 from durable.models import AuditEvent, RetentionPolicy, Tenant
-from tests.helpers.threads import EXPENSE, at_interrupt, everything, head
+from tests.helpers.threads import EXPENSE, arrived, at_interrupt, everything, head
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -136,6 +137,37 @@ def test_a_fork_reason_with_a_nul_character_is_named_on_the_form(client):
 
     assert response.status_code == 400
     assert "reason: contains a NUL character" in _text(response)
+    assert everything() == before
+
+
+# -- a reason too long ---------------------------------------------------------------------
+
+
+def test_a_close_reason_too_long_is_named(client):
+    thread = at_interrupt()
+    before = everything()
+
+    response = client.post(
+        reverse("inbox-close", args=[thread.pk]),
+        {"checkpoint_id": head(thread), "reason": "x" * (REASON_MAX_LENGTH + 1)},
+    )
+
+    assert response.status_code == 400
+    assert "reason: at most 500 characters (it has 501)." in _text(response)
+    assert everything() == before
+
+
+def test_a_bulk_rejection_reason_too_long_is_named(client):
+    threads = [arrived(), arrived()]
+    before = everything()
+
+    response = client.post(
+        reverse("inbox-bulk"),
+        {"threads": [t.pk for t in threads], "decision": "reject", "message": "x" * 501},
+    )
+
+    assert response.status_code == 400
+    assert "reason: at most 500 characters (it has 501)." in _text(response)
     assert everything() == before
 
 

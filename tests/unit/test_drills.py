@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from celery import current_app
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 from django.urls import reverse
@@ -30,12 +32,12 @@ FAILED_KILL = {
 PASSED_TIMEOUT = {"name": "timeout", "outcome": "passed", "seconds": 0.51, "detail": "handler ran"}
 
 
-def report(minutes_ago: int, *results: dict) -> DrillReport:
+def report(minutes_ago: int, *results: dict, workers: int | None = 2) -> DrillReport:
     at = timezone.now() - timedelta(minutes=minutes_ago)
     return DrillReport.objects.create(
         started_at=at,
         finished_at=at + timedelta(seconds=30),
-        workers=2,
+        workers=workers,
         passed=all(r["outcome"] != "failed" for r in results),
         results=list(results),
     )
@@ -123,3 +125,71 @@ def test_in_the_admin_staff_read_the_reports_and_only_those_allowed_run_drills()
     staff.user_permissions.add(Permission.objects.get(codename="add_drillreport"))
     client.force_login(staff)
     assert "Run fault drills" in client.get(listing.request["PATH_INFO"]).content.decode()
+
+
+def use_broker(monkeypatch, url: str) -> None:
+    # Celery reads CELERY_BROKER_URL from the environment before its own setting.
+    monkeypatch.setenv("CELERY_BROKER_URL", url)
+    monkeypatch.setitem(current_app.conf, "broker_url", url)
+
+
+@pytest.fixture
+def embedded_broker(monkeypatch, tmp_path):
+    """The embedded broker (kombu's SQLAlchemy transport, no broadcast) on a file of
+    this test's own: a message sent there is for no worker."""
+    use_broker(monkeypatch, f"sqla+sqlite:///{tmp_path}/b.sqlite3")
+
+
+@pytest.fixture
+def broadcasting_broker(monkeypatch):
+    """A broker with broadcast (kombu's in-memory transport: no worker answers)."""
+    use_broker(monkeypatch, "memory://")
+
+
+def test_with_the_embedded_broker_the_workers_are_not_counted_and_drain_says_why(
+    embedded_broker,
+):
+    result = drills.run_drills(["drain"])
+
+    assert result.workers is None
+    (drain,) = result.results
+    assert drain["outcome"] == "skipped"
+    assert drain["detail"] == (
+        "needs 2 workers, which cannot be counted: the broker cannot ping workers"
+        " (the embedded one has no broadcast)"
+    )
+    text = drills.report_text(result)
+    assert "0 worker(s)" not in text
+    assert "workers not counted: the broker cannot ping workers" in text.splitlines()[0]
+
+    client = Client()
+    client.force_login(member("olga"))
+    section = client.get(reverse("operations")).content.decode()
+    section = section[section.index('id="h-drills"') :]
+    assert "<td>0</td>" not in section
+    assert "<td>not counted" in section
+
+
+def test_with_a_broadcasting_broker_the_workers_that_answer_are_counted(broadcasting_broker):
+    result = drills.run_drills(["drain"])
+    assert result.workers == 0
+    assert result.results[0]["detail"] == "needs 2 workers (0 answered Celery's ping)"
+
+
+def run_drills_in_the_admin() -> str:
+    root = get_user_model().objects.create_superuser("root", password="a-test-password-1")
+    client = Client()
+    client.force_login(root)
+    response = client.post(reverse("admin:durable_drill_run"), follow=True)
+    return response.content.decode()
+
+
+def test_the_admin_button_says_drain_is_skipped_when_the_broker_cannot_ping(embedded_broker):
+    page = run_drills_in_the_admin()
+    assert "The drain drill is skipped: the broker cannot ping workers" in page
+    assert "drained by SIGTERM" not in page
+
+
+def test_the_admin_button_says_a_worker_may_be_drained_when_two_answer(broadcasting_broker):
+    page = run_drills_in_the_admin()
+    assert "If two or more workers answer Celery&#x27;s ping, one is drained by SIGTERM" in page

@@ -23,7 +23,7 @@ from django.utils import timezone
 from dashboard.views import inbox as inbox_views
 from durable import engine
 from durable.models import AuditEvent, Run, Tenant, Thread
-from tests.helpers.threads import arrived, at_interrupt, everything
+from tests.helpers.threads import arrived, at_interrupt, everything, head
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,6 +56,36 @@ def test_the_wait_counts_from_when_the_interrupt_arrived_not_from_the_thread(cli
     assert re.search(r'<span data-testid="waited"[^>]*>waiting 3\xa0hours</span>', page)
     assert 'data-testid="overdue"' not in page
     assert 'id="bulk-form"' not in page  # nothing to answer in bulk with one entry
+
+
+def test_an_interrupt_that_just_arrived_waited_less_than_a_minute_not_0_minutes(client):
+    arrived(ago=timedelta(seconds=5))
+    arrived("email_reply", ago=timedelta(hours=2, minutes=3))
+    page = client.get(reverse("inbox")).content.decode()
+    assert "0\xa0minutes" not in page
+    assert 'expense_approval <span class="count">(1 waiting, oldest just now)' in page
+    assert 'email_reply <span class="count">(1 waiting, oldest 2\xa0hours ago)' in page
+    assert re.search(r'<span data-testid="waited"[^>]*>waiting less than a minute</span>', page)
+
+
+def test_a_thread_forked_without_a_run_has_nothing_to_answer_and_is_not_in_the_inbox(client):
+    forked, other = arrived(), arrived()
+    # "Only add the checkpoint": as validate, whose router sends the claim on to
+    # request_approval, which has not run yet: nothing is pending there.
+    response = client.post(
+        reverse("fork", args=[forked.pk, head(forked)]),
+        {"as_node": "validate", "state-amount": "50", "reason": "corrected"},
+    )
+    assert response.status_code == 303
+    assert Thread.objects.get(pk=forked.pk).status == Thread.Status.INTERRUPTED
+    assert engine.thread_state(forked).interrupts == ()
+
+    page = client.get(reverse("inbox")).content.decode()
+
+    assert shown(page) == [other.name]
+    assert 'expense_approval <span class="count">(1 waiting' in page
+    assert "1 thread waits for a human" in page
+    assert "Nothing is pending on this thread any more" not in page
 
 
 def test_filters_by_graph_action_and_payload_text_with_the_count_per_filter(client):
@@ -220,6 +250,16 @@ def test_bulk_refuses_what_cannot_be_answered_together_and_changes_nothing(
     assert '<div class="errors" role="alert">' in page
     assert everything() == before
     assert AuditEvent.objects.count() == audited
+
+
+def test_a_refused_bulk_answers_address_reloaded_goes_back_to_the_inbox(client):
+    """A refused bulk answer leaves the browser on ``/inbox/bulk/?…``: reloading or
+    bookmarking that address is the inbox with the same filters, not a blank 405."""
+    url = reverse("inbox-bulk") + "?graph=expense_approval&sort=newest"
+    response = client.get(url)
+    assert response.status_code == 303
+    assert response["Location"] == reverse("inbox") + "?graph=expense_approval&sort=newest"
+    assert client.get(reverse("inbox-bulk"))["Location"] == reverse("inbox")
 
 
 def test_bulk_with_a_thread_of_another_tenant_changes_nothing(client):

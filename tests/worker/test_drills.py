@@ -68,7 +68,7 @@ def test_every_drill_passes_on_two_workers_and_leaves_the_tenants_threads_alone(
     if not ON_POSTGRES_AND_REDIS:
         if connection.vendor != "postgresql":
             expected["database"] = "skipped"
-        if report.workers < 2:
+        if (report.workers or 0) < 2:  # None: the embedded broker cannot ping workers
             expected["drain"] = "skipped"
     assert outcomes(report) == expected, printed
     assert report.workers == 2 or not ON_POSTGRES_AND_REDIS
