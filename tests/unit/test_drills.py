@@ -128,9 +128,15 @@ def test_in_the_admin_staff_read_the_reports_and_only_those_allowed_run_drills()
 
 
 def use_broker(monkeypatch, url: str) -> None:
+    """This process's Celery app on the broker ``url`` for one test, and back after it.
+    Its connection pools keep the URL they were first made with, so the test gets pools
+    of its own: without that, the URL did not apply if the pools existed already, and if
+    they did not, every later test's sends went to this test's broker, for no worker."""
     # Celery reads CELERY_BROKER_URL from the environment before its own setting.
     monkeypatch.setenv("CELERY_BROKER_URL", url)
     monkeypatch.setitem(current_app.conf, "broker_url", url)
+    monkeypatch.setattr(current_app, "_pool", None)
+    monkeypatch.setattr(current_app.amqp, "_producer_pool", None)
 
 
 @pytest.fixture
