@@ -135,6 +135,8 @@ def use_broker(monkeypatch, url: str) -> None:
     # Celery reads CELERY_BROKER_URL from the environment before its own setting.
     monkeypatch.setenv("CELERY_BROKER_URL", url)
     monkeypatch.setitem(current_app.conf, "broker_url", url)
+    # Redis' socket options (the PostgreSQL + Redis pass) are not for these transports.
+    monkeypatch.setitem(current_app.conf, "broker_transport_options", {})
     monkeypatch.setattr(current_app, "_pool", None)
     monkeypatch.setattr(current_app.amqp, "_producer_pool", None)
 
