@@ -80,14 +80,18 @@ def create_run(request, thread_id: ThreadId, body: RunCreate):
     return _located(json_response(request, shapes.run_json(run)), run)
 
 
-def _output(run_id: int) -> dict:
+def _output(run_id: int, with_values: bool = True) -> dict:
     """What ``wait`` and ``join`` return once the run has ended: the thread's values,
-    with ``__interrupt__`` when it stopped at interrupts, or ``__error__``."""
+    with ``__interrupt__`` when it stopped at interrupts, or ``__error__``. Without
+    ``with_values`` (a stream whose events already carried them), only the run's recorded
+    outcome is read: ``{"__error__": ...}``, or ``{}``."""
     run = Run.objects.select_related("thread__tenant").filter(pk=run_id).first()
     if run is None:
         return {"__error__": {"error": "RunDeleted", "message": "The run no longer exists."}}
     if run.status == Run.Status.ERROR:
         return {"__error__": {"error": run.error_type, "message": run.error_message}}
+    if not with_values:
+        return {}
     state = engine.thread_state(run.thread)
     values = jsonable(state.values)
     if state.interrupts and isinstance(values, dict):
@@ -151,10 +155,13 @@ async def _sdk_events(
         elif isinstance(item, follow.Keepalive):
             yield sse.KEEPALIVE
         else:
-            output = await borrow(_output, run_id)
+            # The thread's values are read only for a stream that wants them and whose
+            # run did not record them; otherwise the run's outcome says all.
+            wanted = "values" in modes and "values" not in recorded
+            output = await borrow(_output, run_id, wanted)
             if "__error__" in output:
                 yield sse.event("error", output["__error__"])
-            elif "values" in modes and "values" not in recorded:
+            elif wanted:
                 yield sse.event("values", output)
 
 

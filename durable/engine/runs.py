@@ -14,7 +14,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from durable import audit
-from durable.engine import policy
+from durable.engine import policy, versions
 from durable.engine.checks import (
     COPY,
     InvalidRequest,
@@ -112,9 +112,11 @@ def _start(request: RunRequest, name: str | None, tenant: Tenant | None, cron: A
             thread.graph = graph
             thread.save(update_fields=["graph", "updated_at"])
         check_request(request, thread)
-        if input is None and not created:
-            check_fits(thread)  # going on from its checkpoint is resuming it
-        if input is None and (created or not compiled.get_state(config_for(thread)).next):
+        # Going on from its checkpoint is resuming it: it must fit the deployed graph.
+        head = None if input is not None or created else compiled.get_state(config_for(thread))
+        if head is not None:
+            _check_fits(thread, head)
+        if input is None and (head is None or not head.next):
             raise InvalidRequest(
                 "input", f"Thread {thread.name!r} has no next task to go on with: give an input."
             )
@@ -122,6 +124,15 @@ def _start(request: RunRequest, name: str | None, tenant: Tenant | None, cron: A
             audit.Action.START,
             _submit(thread, kind=Run.Kind.START, input=input, cron=cron, **options),
         )
+
+
+def _check_fits(thread: Thread, head) -> None:
+    """``check_fits`` of the thread's newest checkpoint, whose snapshot ``head`` the
+    request has read: nothing more is read when the deployed version wrote it (its
+    metadata says so), so a request reads the head checkpoint once."""
+    written_by = (head.metadata or {}).get(versions.METADATA_KEY)
+    if not thread.graph or written_by != versions.deployed_version(thread.graph).digest:
+        check_fits(thread)
 
 
 def _named_thread(tenant: Tenant, name: str, graph: str) -> tuple[Thread, bool]:
@@ -173,8 +184,8 @@ def _resume(thread: Thread, request: RunRequest) -> Run:
     asked = request.resume
     # A bare thread (no graph yet) has nothing to resume: command_for says so.
     compiled = graph_of(thread) if thread.graph or asked.goto or asked.update else None
-    check_fits(thread)
     state = thread_state(thread)
+    _check_fits(thread, state)
     pending = list(state.interrupts)
     value, answers = resume_by_id(pending, asked.value, asked.answers)
     command = command_for(compiled, state, thread.name, value, answers, asked.goto, asked.update)
