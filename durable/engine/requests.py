@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.types import Command, Send
 
-if TYPE_CHECKING:
-    from durable.engine.assistant_configs import RunAssistant
-    from durable.models import Run
+from durable.models import Run
 
 # What a run is asked beyond its input and resume, as a cron keeps them in its payload
 # (``Cron.payload``, with the API's name ``stream_mode``) and every fire runs them.
@@ -63,7 +61,9 @@ class RunRequest:
     Nothing here is checked: ``checks.check_request`` does that."""
 
     graph: str | None = None
-    assistant: RunAssistant | None = None
+    # A ``RunAssistant``, not imported: ``assistant_configs`` builds on the options that
+    # read this module.
+    assistant: Any = None
     input: Any = None
     resume: Resume | None = None
     checkpoint_id: str | None = None
@@ -80,7 +80,7 @@ class RunRequest:
     requested_by: Any = None
 
     @classmethod
-    def on_assistant(cls, chosen: RunAssistant, **fields: Any) -> RunRequest:
+    def on_assistant(cls, chosen: Any, **fields: Any) -> RunRequest:
         """A request on ``chosen`` (``resolve_assistant``): its graph, config and context."""
         return cls(
             graph=chosen.graph,
