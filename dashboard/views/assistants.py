@@ -134,13 +134,10 @@ def assistant_run(request, assistant_id):
     if run_form.is_valid():
         chosen = engine.resolve_assistant(request.tenant, str(assistant.assistant_id))
         try:
-            run = engine.start(
-                chosen.graph,
-                run_form.cleaned_data["input"],
-                tenant=request.tenant,
-                requested_by=request.user,
-                **chosen.asked(),
+            asked = engine.RunRequest.on_assistant(
+                chosen, input=run_form.cleaned_data["input"], requested_by=request.user
             )
+            run = engine.submit(asked, tenant=request.tenant)
         except engine.InvalidRequest as exc:
             run_form.add_error(run_form.field_for(exc.field), exc.message)
         else:

@@ -43,12 +43,12 @@ def start_run(request):
     form = StartRunForm(request.POST)
     if form.is_valid():
         try:
-            run = engine.start(
-                form.cleaned_data["graph"],
-                form.cleaned_data["input"],
+            asked = engine.RunRequest(
+                graph=form.cleaned_data["graph"],
+                input=form.cleaned_data["input"],
                 requested_by=request.user,
-                tenant=request.tenant,
             )
+            run = engine.submit(asked, tenant=request.tenant)
         except engine.InvalidRequest as exc:
             form.add_error(form.field_for(exc.field), exc.message)
         else:

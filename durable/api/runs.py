@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.urls import reverse
 from ninja import Query, Router
 
@@ -23,51 +23,23 @@ from durable.api.schemas import (
     RunCreate,
     RunsQuery,
     ThreadId,
-    chosen_checkpoint,
     stream_modes,
 )
 from durable.db import borrow
 from durable.engine import follow
-from durable.models import Run, Thread
+from durable.models import Run
 from durable.values import jsonable
 
 runs = Router(tags=["threads"])
 
 
-def _options(request: HttpRequest, body: RunCreate) -> dict:
-    """What every run the body asks for takes, as ``durable.engine`` names it."""
-    return {
-        "metadata": body.metadata,
-        "durability": body.chosen_durability(),
-        "multitask_strategy": body.multitask_strategy,
-        "requested_by": caller(request),
-        "stream_modes": body.modes(),
-    }
-
-
-def _asked(body: RunCreate, chosen: engine.RunAssistant) -> dict:
-    """What a started or resumed run takes beyond ``_options``: the assistant it is on,
-    the graph's config and context (the assistant's merged under the body's:
-    ``engine.resolve_assistant``), breakpoints, a delay and a webhook
-    (``durable.engine.options``). ``stream_resumable`` and ``feedback_keys`` ask nothing
-    of the run: every run's events are recorded (a stream can always be joined again),
-    and feedback is not served, so no key has a URL to sign."""
-    return {
-        **chosen.asked(),
-        "interrupt_before": body.interrupt_before,
-        "interrupt_after": body.interrupt_after,
-        "after_seconds": body.after_seconds,
-        "webhook": body.webhook,
-    }
-
-
 def _create_run(request, name: str, body: RunCreate) -> Run:
-    """The run ``body`` asks for on the thread named ``name``: ``input`` starts the
-    graph (from ``checkpoint_id``: not served; no input goes on from the thread's next
-    tasks); ``command`` (``resume``, ``goto``, ``update``, beside an empty ``input``)
-    resumes the thread with LangGraph's ``Command``, or, ``resume`` with
-    ``checkpoint_id``, answers again those pending at that past checkpoint
-    (``answer_again``); no input, with ``checkpoint_id``, replays from that
+    """The run ``body`` asks for on the thread named ``name`` (``RunCreate.to_request``;
+    ``engine.submit`` checks it and decides what it is): ``input`` starts the graph (no
+    input goes on from the thread's next tasks); ``command`` (``resume``, ``goto``,
+    ``update``, beside an empty ``input``) resumes the thread with LangGraph's
+    ``Command``, or, ``resume`` with ``checkpoint_id``, answers again those pending at
+    that past checkpoint; no input, with ``checkpoint_id``, replays from that
     checkpoint. ``assistant_id`` is a stored assistant of the tenant or a registered
     graph (``engine.resolve_assistant``; 404 for neither)."""
     chosen = engine.resolve_assistant(
@@ -76,75 +48,14 @@ def _create_run(request, name: str, body: RunCreate) -> Run:
         body.config.model_dump(exclude_none=True) if body.config else None,
         body.context,
     )
-    graph = chosen.graph
-    body.modes()
+    asked = body.to_request(chosen, caller(request))
     thread = access.find_thread(request, name)
     if thread is None:
-        if body.if_not_exists != "create" or body.input is None:
+        if body.if_not_exists != "create" or body.input is None or body.command is not None:
             raise access.thread_not_found(name)
         access.check_reachable(name)
     may_change(request)
-    if thread is not None and thread.graph and thread.graph != graph:
-        raise ApiError(
-            422,
-            f"Thread {name!r} runs graph {thread.graph!r}, not {graph!r}.",
-            "assistant_id",
-        )
-    checkpoint_id = chosen_checkpoint(body)
-    if body.command is not None:
-        if body.input not in (None, {}):  # Agent Chat UI sends {} beside its command
-            raise ApiError(422, "Send either input or command, not both.", "input")
-        return _resume(request, thread, body, checkpoint_id, chosen)
-    if checkpoint_id is not None:
-        if body.input is not None:
-            raise ApiError(
-                422, "A run from a past checkpoint takes no input; fork with update_state.", "input"
-            )
-        return engine.replay(thread, checkpoint_id, **_options(request, body))
-    return engine.start(
-        graph,
-        body.input,
-        name=name,
-        tenant=request.auth.tenant,
-        **_options(request, body),
-        **_asked(body, chosen),
-    )
-
-
-def _resume(
-    request,
-    thread: Thread,
-    body: RunCreate,
-    checkpoint_id: str | None,
-    chosen: engine.RunAssistant,
-) -> Run:
-    command = body.command
-    goto = command.goto
-    if checkpoint_id is None:
-        # A map of pending interrupt ids answers each by id (the engine tells them apart).
-        return engine.resume(
-            thread,
-            command.resume,
-            goto=goto,
-            update=command.update,
-            **_options(request, body),
-            **_asked(body, chosen),
-        )
-    if goto is not None or command.update is not None:
-        raise ApiError(
-            422,
-            "A command from a past checkpoint takes only resume; fork with update_state.",
-            "command.goto" if goto is not None else "command.update",
-        )
-    if body.multitask_strategy != "reject":
-        raise ApiError(
-            422,
-            "An answer given again forks the thread, which needs it idle: "
-            "multitask_strategy must be reject.",
-            "multitask_strategy",
-        )
-    options = {k: v for k, v in _options(request, body).items() if k != "multitask_strategy"}
-    return engine.answer_again(thread, checkpoint_id, command.resume, **options)
+    return engine.submit(asked, thread=thread, name=name, tenant=request.auth.tenant)
 
 
 def _run_path(run: Run) -> str:
@@ -169,14 +80,18 @@ def create_run(request, thread_id: ThreadId, body: RunCreate):
     return _located(json_response(request, shapes.run_json(run)), run)
 
 
-def _output(run_id: int) -> dict:
+def _output(run_id: int, with_values: bool = True) -> dict:
     """What ``wait`` and ``join`` return once the run has ended: the thread's values,
-    with ``__interrupt__`` when it stopped at interrupts, or ``__error__``."""
+    with ``__interrupt__`` when it stopped at interrupts, or ``__error__``. Without
+    ``with_values`` (a stream whose events already carried them), only the run's recorded
+    outcome is read: ``{"__error__": ...}``, or ``{}``."""
     run = Run.objects.select_related("thread__tenant").filter(pk=run_id).first()
     if run is None:
         return {"__error__": {"error": "RunDeleted", "message": "The run no longer exists."}}
     if run.status == Run.Status.ERROR:
         return {"__error__": {"error": run.error_type, "message": run.error_message}}
+    if not with_values:
+        return {}
     state = engine.thread_state(run.thread)
     values = jsonable(state.values)
     if state.interrupts and isinstance(values, dict):
@@ -240,10 +155,13 @@ async def _sdk_events(
         elif isinstance(item, follow.Keepalive):
             yield sse.KEEPALIVE
         else:
-            output = await borrow(_output, run_id)
+            # The thread's values are read only for a stream that wants them and whose
+            # run did not record them; otherwise the run's outcome says all.
+            wanted = "values" in modes and "values" not in recorded
+            output = await borrow(_output, run_id, wanted)
             if "__error__" in output:
                 yield sse.event("error", output["__error__"])
-            elif "values" in modes and "values" not in recorded:
+            elif wanted:
                 yield sse.event("values", output)
 
 

@@ -18,6 +18,8 @@ from pydantic_core import PydanticCustomError
 
 from durable.api.errors import ApiError, BodyNotJSON
 from durable.engine import checks
+from durable.engine.assistant_configs import RunAssistant
+from durable.engine.requests import Resume, RunRequest
 from durable.models import NAME_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from durable.persistence.store.checks import MAX_TTL_MINUTES
 from durable.persistence.text import UnstorableText, check_text, text_problem, walk
@@ -333,6 +335,34 @@ class RunCreate(Strict):
     def modes(self) -> list[str]:
         return stream_modes(self.stream_mode)
 
+    def to_request(self, chosen: RunAssistant, requested_by: str) -> RunRequest:
+        """The engine's request for this body, on ``chosen`` (``engine.resolve_assistant``:
+        the graph, and the assistant's config and context merged under the body's).
+        ``command`` is a ``Resume`` (its ``resume`` a value, or a map of interrupt ids
+        that the engine tells apart); ``checkpoint`` or ``checkpoint_id`` the past
+        checkpoint it starts from. ``stream_resumable`` and ``feedback_keys`` ask nothing
+        of the run: every run's events are recorded (a stream can always be joined
+        again), and feedback is not served, so no key has a URL to sign. 422 naming
+        ``stream_mode`` for an unknown mode; the rest is checked by the engine."""
+        command = self.command
+        return RunRequest.on_assistant(
+            chosen,
+            input=self.input,
+            resume=None
+            if command is None
+            else Resume(command.resume, goto=command.goto, update=command.update),
+            checkpoint_id=chosen_checkpoint(self),
+            stream_modes=self.modes(),
+            interrupt_before=self.interrupt_before,
+            interrupt_after=self.interrupt_after,
+            durability=self.chosen_durability(),
+            webhook=self.webhook,
+            metadata=self.metadata,
+            multitask_strategy=self.multitask_strategy,
+            after_seconds=self.after_seconds,
+            requested_by=requested_by,
+        )
+
     def chosen_durability(self) -> str:
         """``durability``; unset, the deprecated ``checkpoint_during`` says it as the Agent
         Server reads it (``langgraph_api/models/run.py``): ``false`` is ``exit``, anything
@@ -373,17 +403,12 @@ class RunsCancel(Strict):
 
 def stream_modes(stream_mode: str | list[str] | None) -> list[str]:
     """The stream modes asked for, each once, in order (``[]`` when none is); 422 naming
-    ``stream_mode`` for one that is not in ``STREAM_MODES``."""
-    modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode or [])
-    modes = list(dict.fromkeys(m for m in modes if m))
-    if unknown := [m for m in modes if m not in STREAM_MODES]:
-        raise ApiError(
-            422,
-            f"Unknown stream mode(s) {', '.join(map(repr, unknown))}; "
-            f"choose from {', '.join(STREAM_MODES)}.",
-            "stream_mode",
-        )
-    return modes
+    ``stream_mode`` for one that is not in ``STREAM_MODES`` (``checks.checked_stream_modes``
+    decides)."""
+    try:
+        return checks.checked_stream_modes(stream_mode)
+    except checks.InvalidRequest as exc:
+        raise ApiError(422, exc.message, exc.field) from None
 
 
 class RunsQuery(Strict):

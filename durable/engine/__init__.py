@@ -1,6 +1,7 @@
 """The run engine: what the console and the API call.
 
-Requests (``durable.engine.operations``): ``create_thread``, ``update_thread_metadata``,
+Requests (``durable.engine.operations``; a run's, ``submit`` of a ``RunRequest`` and its
+keyword forms, in ``durable.engine.runs``): ``create_thread``, ``update_thread_metadata``,
 ``start``, ``resume``, ``fork``, ``close``, ``replay``, ``answer_again``, ``cancel``,
 ``delete_thread``; on whole threads and runs beyond that (``durable.engine.threads``):
 ``copy_thread``, ``prune_threads``, ``patch_checkpoint_metadata``, ``delete_run``,
@@ -63,19 +64,17 @@ from durable.engine.drift import (
 )
 from durable.engine.operations import (
     ForkResult,
-    answer_again,
     cancel,
     close,
     create_thread,
     delete_thread,
     fork,
-    replay,
-    resume,
-    start,
     update_thread_metadata,
 )
 from durable.engine.policy import active_run
+from durable.engine.requests import Resume, RunRequest
 from durable.engine.reveal import reveal
+from durable.engine.runs import answer_again, replay, resume, start, submit
 from durable.engine.state import (
     GraphShape,
     config_for,
@@ -121,6 +120,9 @@ __all__ = [
     "check_storable",
     "create_thread",
     "update_thread_metadata",
+    "RunRequest",
+    "Resume",
+    "submit",
     "start",
     "resume",
     "fork",

@@ -69,9 +69,10 @@ class RunAssistant:
     context: dict | None
 
     def asked(self) -> dict:
-        """What ``start`` and ``resume`` (``durable.engine.operations``) take for a run
+        """What ``start`` and ``resume`` (``durable.engine.runs``) take for a run
         on this assistant: ``{"assistant", "config", "context"}``; a caller starts one
-        as ``start(chosen.graph, input, ..., **chosen.asked())``."""
+        as ``start(chosen.graph, input, ..., **chosen.asked())`` (or
+        ``RunRequest.on_assistant(chosen, ...)``)."""
         return {"assistant": self, "config": self.config, "context": self.context}
 
     def run_fields(self) -> dict:

@@ -21,6 +21,7 @@ from typing import Any
 from django.utils import timezone
 
 from durable.engine import records
+from durable.engine.checks import langgraph_mode
 from durable.models import Run
 from durable.values import json_text
 
@@ -40,7 +41,7 @@ class EventBuffer:
         self._oldest: float | None = None  # when the oldest buffered event happened
         # The RunEvent names of the modes asked for (LangGraph names messages-tuple
         # chunks "messages"), and those this attempt has had chunks of.
-        self._asked = {"messages" if m == "messages-tuple" else m for m in run.stream_modes}
+        self._asked = {langgraph_mode(m) for m in run.stream_modes}
         self._modes: set[str] = set()
         self._first_waiting = False  # a mode's first chunk is buffered
         self._lock = threading.Lock()  # the buffer

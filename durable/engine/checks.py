@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.validators import validator_for
@@ -22,6 +22,9 @@ from durable.graphs import UnknownGraph, get_graph
 from durable.models import Checkpoint, Run, Thread
 from durable.persistence.checkpoint import check_thread_id
 from durable.persistence.text import UnstorableText, check_text
+
+if TYPE_CHECKING:
+    from durable.engine.requests import RunRequest
 
 DURABILITIES = tuple(Run.Durability.values)
 MULTITASK_STRATEGIES = tuple(Run.MultitaskStrategy.values)
@@ -302,7 +305,47 @@ def _validator(schema: dict):
     return validator
 
 
-def run_options(metadata, durability, multitask_strategy, requested_by, stream_modes=None) -> dict:
+def check_request(request: RunRequest, thread: Thread | None) -> None:
+    """The rules of a run request that hold whatever surface asked: a thread runs its own
+    graph (``graph``: "Thread 'x' runs graph 'a', not 'b'."), input or a command, not
+    both (``input``), and what a past checkpoint accepts: no input (``input``), only a
+    resume (``goto``, ``update``), given again on an idle thread (``multitask_strategy``).
+    The options' own checks follow in ``run_options`` and ``options.graph_options``."""
+    graph = request.graph
+    if thread is not None and thread.graph and graph and thread.graph != graph:
+        raise InvalidRequest(
+            "graph", f"Thread {thread.name!r} runs graph {thread.graph!r}, not {graph!r}."
+        )
+    resume = request.resume
+    if resume is not None and request.input not in (None, {}):
+        # {} beside a command is Agent Chat UI's: no input.
+        raise InvalidRequest("input", "Send either input or command, not both.")
+    if request.checkpoint_id is None:
+        return
+    if resume is None:
+        if request.input is not None:
+            raise InvalidRequest(
+                "input", "A run from a past checkpoint takes no input; fork with update_state."
+            )
+        return
+    if resume.goto is not None or resume.update is not None:
+        raise InvalidRequest(
+            "goto" if resume.goto is not None else "update",
+            "A command from a past checkpoint takes only resume; fork with update_state.",
+        )
+    if request.multitask_strategy != Run.MultitaskStrategy.REJECT:
+        raise InvalidRequest(
+            "multitask_strategy",
+            "An answer given again forks the thread, which needs it idle: "
+            "multitask_strategy must be reject.",
+        )
+
+
+def run_options(request: RunRequest) -> dict:
+    """The Run fields of the request's options that need no graph: ``metadata``,
+    ``durability``, ``multitask_strategy``, ``requested_by``, ``stream_modes``. Raises
+    ``InvalidRequest`` naming the field."""
+    durability, multitask_strategy = request.durability, request.multitask_strategy
     if durability not in DURABILITIES:
         raise InvalidRequest(
             "durability",
@@ -315,28 +358,42 @@ def run_options(metadata, durability, multitask_strategy, requested_by, stream_m
             f"not {multitask_strategy!r}.",
         )
     return {
-        "metadata": checked_metadata(metadata),
+        "metadata": checked_metadata(request.metadata),
         "durability": durability,
         "multitask_strategy": multitask_strategy,
-        "requested_by": actor(requested_by),
-        "stream_modes": checked_stream_modes(stream_modes),
+        "requested_by": actor(request.requested_by),
+        "stream_modes": checked_stream_modes(request.stream_modes),
     }
+
+
+def langgraph_mode(mode: str) -> str:
+    """The LangGraph stream mode (and ``RunEvent`` name) a recorded mode comes from:
+    ``messages-tuple`` is LangGraph's ``messages``, which the API shapes either way."""
+    return "messages" if mode == "messages-tuple" else mode
 
 
 def checked_stream_modes(stream_modes: Any) -> list[str]:
     """The stream modes a run records beside its own (``STREAM_MODES``), each once, in
-    the order given; none (``None`` or ``[]``) records only what the engine needs."""
+    the order given (one mode may come as a string, as the API takes it; empty ones are
+    dropped); none (``None`` or ``[]``) records only what the engine needs. Raises
+    ``InvalidRequest("stream_mode")``."""
     if stream_modes is None:
         return []
+    if isinstance(stream_modes, str):
+        stream_modes = [stream_modes]
     if not isinstance(stream_modes, (list, tuple)):
         raise InvalidRequest("stream_mode", "stream_mode must be a list of stream modes.")
-    if unknown := [m for m in stream_modes if m not in STREAM_MODES]:
+    modes: list = []
+    for mode in stream_modes:
+        if mode != "" and mode not in modes:
+            modes.append(mode)
+    if unknown := [m for m in modes if m not in STREAM_MODES]:
         raise InvalidRequest(
             "stream_mode",
             f"Unknown stream mode(s) {', '.join(map(repr, unknown))}; "
             f"choose from {', '.join(STREAM_MODES)}.",
         )
-    return list(dict.fromkeys(stream_modes))
+    return modes
 
 
 def checked_metadata(metadata: Any) -> dict:

@@ -2,7 +2,7 @@
 (``create_cron``, ``update_cron``, ``delete_cron``), and the fire of one slot
 (``fire``), which Celery beat wakes up in a worker (``durable.engine.beat``).
 
-A cron's runs are started by ``operations.start``, the operation every run goes
+A cron's runs are started by ``runs.submit``, the operation every run goes
 through, so a fire is checked and recorded as any run is. A request is checked before
 anything is written: a refused one raises ``InvalidRequest`` naming the field
 (``schedule``, ``timezone``, ``end_time``, ``on_run_completed``, ``thread``, and those
@@ -33,9 +33,10 @@ from django.utils import timezone as dj_timezone
 from durable import audit, conf
 from durable.engine import beat
 from durable.engine.assistant_configs import check_config_schema, resolve_assistant
-from durable.engine.checks import InvalidRequest, check_input, compiled_graph, run_options
-from durable.engine.operations import start
-from durable.engine.options import graph_options
+from durable.engine.checks import InvalidRequest, check_input, check_request, compiled_graph
+from durable.engine.options import run_fields
+from durable.engine.requests import OPTION_FIELDS, RunRequest
+from durable.engine.runs import submit
 from durable.engine.threads import set_on_completion
 from durable.models import Cron, Run, Tenant, Thread
 
@@ -52,19 +53,9 @@ _FIELDS = (
     ("month", 12, 1),
     ("day of week", 7, 0),
 )
-# What a cron's ``payload`` keeps of its request: each fire's run is started with them.
-PAYLOAD_KEYS = (
-    "input",
-    "config",
-    "context",
-    "metadata",
-    "multitask_strategy",
-    "durability",
-    "interrupt_before",
-    "interrupt_after",
-    "webhook",
-    "stream_mode",
-)
+# What a cron's ``payload`` keeps of its request (a ``RunRequest``'s input and options,
+# ``stream_modes`` under the API's name ``stream_mode``): each fire's run asks them.
+PAYLOAD_KEYS = ("input", *("stream_mode" if f == "stream_modes" else f for f in OPTION_FIELDS))
 
 
 # -- checks ------------------------------------------------------------------------------
@@ -158,27 +149,17 @@ def _checked_payload(graph: str, payload: dict, thread: Thread | None) -> dict:
     compiled = compiled_graph(graph)
     if payload.get("input") is not None or thread is None:
         check_input(compiled, payload.get("input"))
-    run_options(
-        payload.get("metadata"),
-        payload.get("durability") or "async",
-        payload.get("multitask_strategy") or "enqueue",
-        None,
-        payload.get("stream_mode"),
-    )
-    check_config_schema(compiled, graph_options(compiled, **_asked(payload))["config"])
+    check_config_schema(compiled, run_fields(_request(payload, graph=graph), compiled)["config"])
     return {k: v for k, v in payload.items() if k in PAYLOAD_KEYS and v is not None}
 
 
-def _asked(payload: dict) -> dict:
-    keys = ("config", "context", "interrupt_before", "interrupt_after", "webhook")
-    return {k: payload.get(k) for k in keys}
-
-
-def _check_thread(thread: Thread | None, graph: str) -> None:
-    if thread is not None and thread.graph and thread.graph != graph:
-        raise InvalidRequest(
-            "assistant_id", f"Thread {thread.name!r} runs graph {thread.graph!r}, not {graph!r}."
-        )
+def _request(payload: dict, **fields: Any) -> RunRequest:
+    """The ``RunRequest`` a fire of a cron with ``payload`` makes, with ``fields`` over
+    it; a cron's runs queue behind an active one (``enqueue``) unless it says otherwise."""
+    asked = {f: payload.get("stream_mode" if f == "stream_modes" else f) for f in OPTION_FIELDS}
+    asked["durability"] = asked["durability"] or "async"
+    asked["multitask_strategy"] = asked["multitask_strategy"] or "enqueue"
+    return RunRequest(input=payload.get("input"), **(asked | fields))
 
 
 def _check_on_run_completed(value: Any) -> str:
@@ -217,7 +198,7 @@ def create_cron(
     end_time = check_end_time(end_time, now)
     on_run_completed = _check_on_run_completed(on_run_completed)
     payload = _checked_payload(graph, payload or {}, thread)
-    _check_thread(thread, graph)
+    check_request(RunRequest(graph=graph), thread)
     with transaction.atomic():
         cron = Cron.objects.create(
             tenant=tenant,
@@ -352,24 +333,19 @@ def _start(cron: Cron) -> Run:
     config and context under the cron's own); raises ``UnknownAssistant`` for one
     deleted since."""
     payload = cron.payload
-    asked = _asked(payload)
     chosen = resolve_assistant(
-        cron.tenant, cron.assistant_id, asked.pop("config"), asked.pop("context")
+        cron.tenant, cron.assistant_id, payload.get("config"), payload.get("context")
     )
-    run = start(
-        chosen.graph,
-        payload.get("input"),
-        name=cron.thread.name if cron.thread is not None else None,
-        tenant=cron.tenant,
-        metadata=payload.get("metadata"),
-        durability=payload.get("durability") or "async",
-        multitask_strategy=payload.get("multitask_strategy") or "enqueue",
+    request = _request(
+        payload,
+        graph=chosen.graph,
+        assistant=chosen,
+        config=chosen.config,
+        context=chosen.context,
         requested_by=f"cron:{cron.cron_id}",
-        stream_modes=payload.get("stream_mode"),
-        cron=cron,
-        **asked,
-        **chosen.asked(),
     )
+    name = cron.thread.name if cron.thread is not None else None
+    run = submit(request, name=name, tenant=cron.tenant, cron=cron)
     if cron.thread is None:
         # Its own thread, as a stateless run's: deleted once the run ends, or kept.
         set_on_completion(run, cron.on_run_completed)

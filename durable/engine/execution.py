@@ -26,12 +26,13 @@ from django.utils import timezone
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
-from langgraph.types import Command, Interrupt, Send
+from langgraph.types import Command, Interrupt
 
 from durable import conf, logcontext
 from durable import db as sql
-from durable.engine import policy, queue, records, versions, webhooks
+from durable.engine import policy, queue, records, requests, versions, webhooks
 from durable.engine.buffer import EventBuffer
+from durable.engine.checks import langgraph_mode
 from durable.engine.lease import LOST, Lease
 from durable.engine.state import config_for
 from durable.graphs import get_graph, thread_graph
@@ -210,20 +211,16 @@ class _Execution:
 
     def _resume(self) -> None:
         run = self.run
-        answer = run.command.get("resume")
-        if not run.forked_from:
-            self._stream(_command(run.command), None)
+        answers = requests.answers_by_id(run)
+        # answer_again starts on a copy of the interrupted checkpoint, whose interrupts
+        # get new ids once they fire: answers by id wait for them.
+        if not run.forked_from or answers is None:
+            self._stream(requests.command(run), run.checkpoint_id or None)
             return
-        # answer_again: the run starts on a copy of the interrupted checkpoint.
         old = self.graph.get_state(config_for(run.thread, run.forked_from))
-        old_ids = {i.id for i in old.interrupts}
-        if not (isinstance(answer, dict) and answer and set(answer) <= old_ids):
-            self._stream(Command(resume=answer), run.checkpoint_id)
-            return
-        # Answers by interrupt id: the copy's interrupts get new ids once they fire.
         self._stream(None, run.checkpoint_id)
         new = self.graph.get_state(config_for(run.thread, run.checkpoint_id))
-        if translated := _translate_answers(old, new, answer):
+        if translated := _translate_answers(old, new, answers):
             self._stream(Command(resume=translated), run.checkpoint_id)
 
     def _config(self, checkpoint_id: str | None) -> dict:
@@ -419,23 +416,6 @@ class _Execution:
         return status
 
 
-def _command(command: dict) -> Command:
-    """A resume run's ``command`` (``durable.engine.options.command_for``) as LangGraph's
-    ``Command``: ``goto`` sends (``{"node", "input"}``) as ``Send``s."""
-    goto = command.get("goto")
-    if goto is not None:
-        items = [_send(g) for g in (goto if isinstance(goto, list) else [goto])]
-        goto = items if isinstance(goto, list) else items[0]
-    update = command.get("update")
-    if isinstance(update, list):
-        update = [tuple(pair) for pair in update]
-    return Command(resume=command.get("resume"), goto=goto or (), update=update)
-
-
-def _send(item: Any) -> Any:
-    return Send(item["node"], item.get("input")) if isinstance(item, dict) else item
-
-
 def _ended_event(status: str, fields: dict) -> dict:
     data = {"status": status}
     if fields.get("error_type"):
@@ -450,7 +430,7 @@ def langgraph_modes(recorded: list[str]) -> list[str]:
     stream mode but ``astream_events``'s records (``_astream_events``)."""
     modes = list(STREAM_MODES)
     for mode in recorded:
-        mode = "messages" if mode == "messages-tuple" else mode
+        mode = langgraph_mode(mode)
         if mode != EVENTS and mode not in modes:
             modes.append(mode)
     return modes

@@ -1,7 +1,8 @@
 """The requests on threads and runs: ``create_thread``, ``update_thread_metadata``,
-``start``, ``resume``, ``fork``, ``close``, ``replay``, ``answer_again``, ``cancel``,
-``delete_thread``. The console and the API call these (through ``durable.engine``), and
-read state through ``durable.engine.state``.
+``fork``, ``close``, ``cancel``, ``delete_thread``; the requests for a run (``submit``,
+``start``, ``resume``, ``replay``, ``answer_again``) are ``durable.engine.runs``'. The
+console and the API call these (through ``durable.engine``), and read state through
+``durable.engine.state``.
 
 Every request is validated before anything is written: a refused request raises
 ``InvalidRequest`` naming the field at fault and leaves no Run row, no checkpoint and no
@@ -23,33 +24,29 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from langgraph.constants import END
 
 from durable import audit
 from durable.engine import policy, queue, versions
 from durable.engine.checks import (
-    COPY,
     InvalidRequest,
     actor,
-    check_input,
     check_update,
     checked_metadata,
     checked_name,
     checkpoint_config,
     compiled_graph,
-    resume_by_id,
-    resume_command,
     run_options,
 )
-from durable.engine.drift import check_fits, thread_drift
-from durable.engine.options import command_for, graph_options
-from durable.engine.records import lock_thread, lock_thread_named, set_thread_status
-from durable.engine.state import config_for, graph_of, thread_state
+from durable.engine.drift import thread_drift
+from durable.engine.records import lock_thread, set_thread_status
+from durable.engine.requests import RunRequest
+from durable.engine.state import graph_of
 from durable.engine.update import apply, run_refusal
 from durable.graphs import get_graph
-from durable.models import Checkpoint, Run, Tenant, Thread
+from durable.models import Run, Tenant, Thread
 from durable.persistence.checkpoint import DjangoSaver
 from durable.persistence.metadata import canonical
 
@@ -105,22 +102,6 @@ def _new_thread(tenant: Tenant, name: str | None, **fields) -> Thread:
     return Thread.objects.create(tenant=tenant, thread_id=key, name=name or key, **fields)
 
 
-def _named_thread(tenant: Tenant, name: str, graph: str) -> tuple[Thread, bool]:
-    """Inside a transaction: ``tenant``'s thread ``name`` under its lock, found in one
-    statement, or a new one (then ``created``; a row no other transaction can see yet
-    needs no lock). Of two requests that create the same name at once, the one whose
-    INSERT loses waits for the other's thread and locks it."""
-    try:
-        thread, created = lock_thread_named(tenant, name), False
-        if thread is None:
-            with transaction.atomic():
-                thread, created = _new_thread(tenant, name, graph=graph), True
-    except IntegrityError:
-        thread = lock_thread_named(tenant, name)
-    thread.tenant = tenant  # read again by the audit row otherwise
-    return thread, created
-
-
 def update_thread_metadata(thread: Thread, metadata: dict) -> Thread:
     """Merge ``metadata`` into the thread's, as the Agent Server's ``PATCH /threads/{id}``
     does: its keys replace the same keys of the thread's metadata, the other keys stay.
@@ -134,120 +115,6 @@ def update_thread_metadata(thread: Thread, metadata: dict) -> Thread:
         Thread.objects.filter(pk=thread.pk).update(metadata=merged, updated_at=timezone.now())
     thread.refresh_from_db()
     return thread
-
-
-def start(
-    graph: str,
-    input: Any,
-    *,
-    name: str | None = None,
-    metadata: dict | None = None,
-    durability: str = "async",
-    multitask_strategy: str = "reject",
-    requested_by: Any = None,
-    tenant: Tenant | None = None,
-    stream_modes: list[str] | None = None,
-    cron: Any = None,
-    assistant: Any = None,
-    **asked: Any,
-) -> Run:
-    """Run ``graph`` with ``input`` (a JSON object whose keys are the graph's input
-    channels) on a new thread of ``tenant`` (default: ``Tenant.default()``), or on its
-    thread named ``name`` (created if it does not exist). Input ``None`` goes on from the
-    named thread's latest checkpoint (LangGraph's ``stream(None, config)``): it must have
-    next tasks (``input``) and fit the deployed graph (``graph_version``, as ``resume``).
-
-    ``metadata`` (a JSON object) is kept on the Run and added to the metadata of every
-    checkpoint the run writes. ``durability`` is LangGraph's ``sync | async | exit``.
-    ``requested_by`` is a user (its username is kept) or a string naming the caller.
-    ``stream_modes`` (``checks.STREAM_MODES``) are recorded as the run's events beside
-    those the engine always records (``durable.engine.execution``), so that its followers
-    can replay them. ``cron`` is the ``Cron`` whose fire asks for the run
-    (``durable.engine.crons``). ``asked``: ``config``, ``context``, ``interrupt_before``,
-    ``interrupt_after``, ``after_seconds``, ``webhook``
-    (``durable.engine.options.graph_options``); ``assistant`` (``resolve_assistant``),
-    the stored assistant and version the run is on, recorded on it (its config and
-    context come merged in ``asked``). Returns the pending Run (kind ``start``)."""
-    compiled = compiled_graph(graph)
-    if input is not None or name is None:
-        check_input(compiled, input)
-    options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
-    options |= graph_options(compiled, **asked)
-    options |= assistant.run_fields() if assistant else {}
-    if name is not None:
-        name = checked_name(name)
-    tenant = tenant or Tenant.default()
-    with transaction.atomic():
-        if name is None:
-            thread, created = _new_thread(tenant, None, graph=graph), True
-        else:
-            thread, created = _named_thread(tenant, name, graph)
-        if not thread.graph:  # created bare: its first run binds it to a graph
-            thread.graph = graph
-            thread.save(update_fields=["graph", "updated_at"])
-        if not created and thread.graph != graph:
-            raise InvalidRequest(
-                "graph", f"Thread {thread.name!r} runs graph {thread.graph!r}, not {graph!r}."
-            )
-        if input is None and not created:
-            check_fits(thread)  # going on from its checkpoint is resuming it
-        if input is None and (created or not compiled.get_state(config_for(thread)).next):
-            raise InvalidRequest(
-                "input", f"Thread {thread.name!r} has no next task to go on with: give an input."
-            )
-        return _audited(
-            audit.Action.START,
-            _submit(thread, kind=Run.Kind.START, input=input, cron=cron, **options),
-        )
-
-
-def resume(
-    thread: Thread,
-    value: Any = None,
-    *,
-    answers: dict[str, Any] | None = None,
-    metadata: dict | None = None,
-    durability: str = "async",
-    multitask_strategy: str = "reject",
-    requested_by: Any = None,
-    goto: Any = None,
-    update: Any = None,
-    stream_modes: list[str] | None = None,
-    assistant: Any = None,
-    **asked: Any,
-) -> Run:
-    """Answer the thread's pending interrupt(s) with a ``resume`` run, which streams
-    LangGraph's ``Command`` (``durable.engine.options.command_for``).
-
-    Pass ``value`` when one interrupt is pending: the graph is resumed with
-    ``Command(resume=value)``. Pass ``answers`` ``{interrupt_id: value}`` to answer
-    several at once: ``Command(resume=answers)`` (LangGraph's resume map); a ``value``
-    that is such a map is taken as ``answers`` (``checks.resume_by_id``). On a thread
-    with next tasks but no recorded interrupt (stopped at a breakpoint), ``value`` goes
-    to the next ``interrupt()`` that runs. ``goto`` (node names or ``{"node", "input"}``
-    sends) and ``update`` (state keys) are the ``Command``'s own. Raises
-    ``InvalidRequest`` when nothing would run (``resume``), when an id is not pending
-    (``answers``), when several are pending and ``answers`` is not used (``resume``),
-    or for an unknown node or state key (``goto``, ``update``), and
-    ``InvalidRequest("graph_version")`` when the thread's newest checkpoint no longer fits
-    the deployed graph (``durable.engine.drift.check_fits``: migrate it with a fork
-    first). Other arguments as for ``start``."""
-    # A bare thread (no graph yet) has nothing to resume: command_for says so.
-    compiled = graph_of(thread) if thread.graph or goto or update else None
-    check_fits(thread)
-    state = thread_state(thread)
-    value, answers = resume_by_id(list(state.interrupts), value, answers)
-    command = command_for(compiled, state, thread.name, value, answers, goto, update)
-    options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
-    options |= graph_options(compiled, **asked)
-    options |= assistant.run_fields() if assistant else {}
-    with transaction.atomic():
-        created = _submit(lock_thread(thread), kind=Run.Kind.RESUME, command=command, **options)
-        pending = list(state.interrupts)
-        decided = None
-        if pending and "resume" in command:
-            decided = audit.answered(pending, command["resume"], by_id=answers is not None)
-        return _audited(audit.Action.RESUME, created, decided)
 
 
 def fork(
@@ -287,7 +154,8 @@ def fork(
     ``metadata`` (e.g. ``{"reason": ...}`` from the console) is added to the new
     checkpoint's metadata, so a fork that does not run still records why it was made,
     and, with ``run=True``, kept on the Run and on the checkpoints it writes."""
-    options = run_options(metadata, durability, "reject", requested_by)
+    request = RunRequest(metadata=metadata, durability=durability, requested_by=requested_by)
+    options = run_options(request)
     return _fork(thread, checkpoint_id, values, as_node, run, options)
 
 
@@ -303,7 +171,8 @@ def close(
     moved on since the caller looked), and the errors of ``fork``. An interrupt pending
     in a node the deployed graph no longer has (``durable.engine.drift``), which the
     deployed graph does not see, can be closed too."""
-    options = run_options({"reason": reason} if reason else None, "async", "reject", requested_by)
+    metadata = {"reason": reason} if reason else None
+    options = run_options(RunRequest(metadata=metadata, requested_by=requested_by))
     if not graph_of(thread).get_state(
         checkpoint_config(thread, checkpoint_id)
     ).interrupts and not _interrupted_in_gone_node(thread, checkpoint_id):
@@ -373,89 +242,6 @@ def _fork(
             detail={"as_node": as_node, "values": values},
         )
         return ForkResult(config, created)
-
-
-def replay(
-    thread: Thread,
-    checkpoint_id: str,
-    *,
-    metadata: dict | None = None,
-    durability: str = "async",
-    multitask_strategy: str = "reject",
-    requested_by: Any = None,
-    stream_modes: list[str] | None = None,
-) -> Run:
-    """Run the thread again from one of its checkpoints: a ``replay`` run streams input
-    ``None`` with that checkpoint's config, so everything after it executes again (LLM
-    calls, tools, and interrupts, which fire again). Raises
-    ``InvalidRequest("checkpoint_id")`` for a checkpoint that is not the thread's,
-    ``InvalidRequest("graph_version")`` for one that no longer fits the deployed graph
-    (``durable.engine.drift``); other errors as for ``start``."""
-    checkpoint_config(thread, checkpoint_id)
-    check_fits(thread, checkpoint_id)
-    options = run_options(metadata, durability, multitask_strategy, requested_by, stream_modes)
-    with transaction.atomic():
-        thread = lock_thread(thread)
-        _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
-        created = _submit(thread, kind=Run.Kind.REPLAY, checkpoint_id=checkpoint_id, **options)
-        return _audited(audit.Action.REPLAY, created)
-
-
-def answer_again(
-    thread: Thread,
-    checkpoint_id: str,
-    value: Any = None,
-    *,
-    answers: dict[str, Any] | None = None,
-    metadata: dict | None = None,
-    durability: str = "async",
-    requested_by: Any = None,
-    stream_modes: list[str] | None = None,
-) -> Run:
-    """Answer, differently, an interrupt that was already answered: fork at the
-    interrupted checkpoint, then resume the fork, so the old branch stays as it was.
-
-    ``checkpoint_id`` is the checkpoint where the interrupt(s) were pending; ``value``
-    or ``answers`` (keyed by the ids the interrupts had there) as for ``resume``. The
-    fork is ``update_state(config, None, as_node="__copy__")``: a copy of that
-    checkpoint without its pending writes (so the interrupted nodes run again) that
-    keeps its next tasks. A plain ``update_state(config, None)`` has LangGraph infer the
-    node the update comes from, which fails when parallel nodes wrote last ("Ambiguous
-    update"). The copied tasks get new ids, so their interrupts do too: given
-    ``answers``, the worker first lets the interrupts fire again, then resumes each with
-    the answer to its counterpart (same node, same place). Returns the pending Run
-    (kind ``resume``, ``forked_from`` = ``checkpoint_id``). Errors: ``checkpoint_id``
-    (not the thread's, or no interrupt there), ``resume``, ``answers``, ``graph_version``
-    (the checkpoint no longer fits the deployed graph: ``durable.engine.drift``), and
-    those of ``fork`` (the thread must have no active run)."""
-    base = checkpoint_config(thread, checkpoint_id)
-    compiled = graph_of(thread)
-    check_fits(thread, checkpoint_id)
-    pending = list(compiled.get_state(base).interrupts)
-    if not pending:
-        raise InvalidRequest(
-            "checkpoint_id", f"Checkpoint {checkpoint_id!r} has no interrupt to answer."
-        )
-    value, answers = resume_by_id(pending, value, answers)
-    command = resume_command(pending, value, answers)
-    options = run_options(metadata, durability, "reject", requested_by, stream_modes)
-    with transaction.atomic():
-        thread = lock_thread(thread)
-        _refuse_if_busy(thread, "fork")
-        before = audit.head_checkpoint(thread)
-        config = apply(compiled, base, None, COPY)
-        created = _submit(
-            thread,
-            kind=Run.Kind.RESUME,
-            command=command,
-            checkpoint_id=config["configurable"]["checkpoint_id"],
-            forked_from=checkpoint_id,
-            **options,
-        )
-        decided = audit.answered(pending, command["resume"], by_id=answers is not None)
-        return _audited(
-            audit.Action.RESUME, created, decided, before=before, after=created.checkpoint_id
-        )
 
 
 def cancel(run: Run, *, requested_by: Any = None, reason: str = "") -> Run:
@@ -565,25 +351,4 @@ def _refuse_if_busy(thread: Thread, what: str) -> None:
             "thread",
             f"Thread {thread.name!r} has an active run (run {active.pk}, "
             f"{active.status}); a {what} must wait until it ends, or cancel it.",
-        )
-
-
-def _check_rollback_base(thread: Thread, checkpoint_id: str, strategy: str) -> None:
-    """A rollback deletes the active runs' checkpoints: a run cannot start from one."""
-    if strategy != Run.MultitaskStrategy.ROLLBACK:
-        return
-    doomed = [str(r.pk) for r in policy.active_runs(thread)]
-    written_by = (
-        Checkpoint.objects.filter(
-            thread_id=thread.thread_id, checkpoint_ns="", checkpoint_id=checkpoint_id
-        )
-        .values_list("metadata", flat=True)
-        .first()
-        or {}
-    ).get("run_id")
-    if written_by in doomed:
-        raise InvalidRequest(
-            "multitask_strategy",
-            f"Checkpoint {checkpoint_id!r} was written by run {written_by}, which a "
-            "rollback would delete; use interrupt or enqueue.",
         )

@@ -22,7 +22,8 @@ from langgraph.constants import END
 from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
 
 from durable import conf
-from durable.engine.checks import InvalidRequest, check_storable, resume_command
+from durable.engine.checks import InvalidRequest, check_storable, resume_command, run_options
+from durable.engine.requests import RunRequest
 
 # Keys of ``configurable`` that name the thread, the checkpoint and the run: the engine
 # sets them, so a caller's are dropped (as the Agent Server overrides them), as are
@@ -31,6 +32,24 @@ OWN_CONFIGURABLE = ("thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_m
 ALL_NODES = "*"
 # The longest delay ``after_seconds`` may ask: beyond it a start time is a mistake.
 MAX_AFTER_SECONDS = 366 * 24 * 3600
+
+
+def run_fields(request: RunRequest, compiled) -> dict:
+    """The Run fields of ``request``'s options for a run of ``compiled``
+    (``checks.run_options`` and ``graph_options``), and the assistant and version it is
+    on. Raises ``InvalidRequest`` naming the field."""
+    fields = run_options(request) | graph_options(
+        compiled,
+        config=request.config,
+        context=request.context,
+        interrupt_before=request.interrupt_before,
+        interrupt_after=request.interrupt_after,
+        after_seconds=request.after_seconds,
+        webhook=request.webhook,
+    )
+    if request.assistant is not None:
+        fields |= request.assistant.run_fields()
+    return fields
 
 
 def graph_options(

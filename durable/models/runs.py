@@ -158,6 +158,9 @@ class Run(models.Model):
     )
     input = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
     command = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    # Whether ``command["resume"]`` maps interrupt ids to answers, as the request said
+    # (``durable.engine.requests``): the worker re-keys such answers on a copied checkpoint.
+    resume_by_id = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
     checkpoint_id = models.CharField(max_length=64, blank=True, default="")
     forked_from = models.CharField(max_length=64, blank=True, default="")

@@ -4,6 +4,7 @@ race, the SSE response, the Celery task names and where the app writes its files
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,160 @@ def test_the_apps_files_go_to_durable_var_dir(settings):
     assert conf.DURABLE_VAR_DIR == settings.VAR_DIR
     del settings.DURABLE_VAR_DIR
     assert conf.DURABLE_VAR_DIR == Path("var")
+
+
+# -- a run request: built by each surface, checked once in the engine ---------------------
+
+SOURCES = [
+    p
+    for root in ("durable", "dashboard")
+    for p in Path(root).rglob("*.py")
+    if "migrations" not in p.parts
+]
+
+
+def _written_in(text: str) -> set[str]:
+    """The source files of ``durable`` and ``dashboard`` that hold ``text``."""
+    return {str(p) for p in SOURCES if text in p.read_text()}
+
+
+def test_each_rule_of_a_run_request_is_worded_in_one_module_only():
+    checks_py = {"durable/engine/checks.py"}
+    assert _written_in("runs graph {") == checks_py
+    assert _written_in("Send either input or command") == checks_py
+    assert _written_in("A run from a past checkpoint takes no input") == checks_py
+    assert _written_in("A command from a past checkpoint takes only resume") == checks_py
+    assert _written_in("An answer given again forks the thread") == checks_py
+    assert _written_in("Unknown stream mode(s)") == checks_py
+    assert _written_in('== "messages-tuple"') == checks_py
+    # The graph's options become Run fields in one function (an assistant's stored config
+    # is checked by the same checks, not turned into a run).
+    assert _written_in("graph_options(\n") | _written_in("graph_options(c") == {
+        "durable/engine/options.py",
+        "durable/engine/assistant_configs.py",
+    }
+
+
+def test_a_cron_keeps_the_options_of_a_run_request_and_every_fire_asks_them():
+    from durable.engine import crons, requests
+
+    assert set(crons.PAYLOAD_KEYS) == {"input", "stream_mode"} | (
+        set(requests.OPTION_FIELDS) - {"stream_modes"}
+    )
+    fields = {f.name for f in dataclasses.fields(requests.RunRequest)}
+    assert set(requests.OPTION_FIELDS) <= fields
+    payload = {"input": {"x": 1}, "stream_mode": ["updates"], "durability": "exit"}
+    asked = crons._request(payload, requested_by="cron:1")
+    assert (asked.input, asked.stream_modes, asked.durability) == ({"x": 1}, ["updates"], "exit")
+    assert asked.multitask_strategy == "enqueue"  # a cron's runs queue behind one another
+
+
+def test_the_apis_body_becomes_one_run_request_with_every_option_it_names():
+    from durable.api.schemas import RunCreate
+
+    body = RunCreate.model_validate(
+        {
+            "assistant_id": "expense_approval",
+            "command": {"resume": {"ab": 1}, "goto": "review"},
+            "metadata": {"team": "a"},
+            "config": {"tags": ["t"]},
+            "context": {"user": "ada"},
+            "webhook": "https://example.com/hook",
+            "interrupt_before": "*",
+            "interrupt_after": ["review"],
+            "stream_mode": ["updates", "updates", "messages-tuple"],
+            "multitask_strategy": "enqueue",
+            "checkpoint_during": False,
+            "after_seconds": 5,
+            "checkpoint": {"checkpoint_id": "c1"},
+        }
+    )
+    chosen = engine.RunAssistant("expense_approval", None, None, {"tags": ["t"]}, {"user": "a"})
+    asked = body.to_request(chosen, "api-client")
+    assert asked.kind == "answer_again"
+    assert asked.resume == engine.Resume({"ab": 1}, goto="review")
+    assert (asked.graph, asked.assistant, asked.config, asked.context) == (
+        "expense_approval",
+        chosen,
+        {"tags": ["t"]},
+        {"user": "a"},
+    )
+    assert asked.stream_modes == ["updates", "messages-tuple"]
+    assert (asked.durability, asked.multitask_strategy, asked.after_seconds) == (
+        "exit",
+        "enqueue",
+        5,
+    )
+    assert (asked.interrupt_before, asked.interrupt_after) == ("*", ["review"])
+    assert (asked.webhook, asked.metadata, asked.requested_by, asked.checkpoint_id) == (
+        "https://example.com/hook",
+        {"team": "a"},
+        "api-client",
+        "c1",
+    )
+
+
+def test_the_engine_checks_a_request_the_same_for_every_surface():
+    past = engine.RunRequest(graph="g", resume=engine.Resume("yes", goto="n"), checkpoint_id="c")
+    with pytest.raises(engine.InvalidRequest) as refused:
+        checks.check_request(past, None)
+    assert refused.value.field == "goto"
+    both = engine.RunRequest(graph="g", input={"a": 1}, resume=engine.Resume("yes"))
+    with pytest.raises(engine.InvalidRequest, match="Send either input or command"):
+        checks.check_request(both, None)
+    # Agent Chat UI sends {} beside its command: that is no input.
+    checks.check_request(both.replace(input={}), None)
+    again = engine.RunRequest(
+        resume=engine.Resume("yes"), checkpoint_id="c", multitask_strategy="enqueue"
+    )
+    with pytest.raises(engine.InvalidRequest) as refused:
+        checks.check_request(again, None)
+    assert refused.value.field == "multitask_strategy"
+
+
+# The graph's saver writes on a connection of its own (as a worker's does).
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_runs_its_own_graph_whichever_surface_asks():
+    from tests.helpers.threads import at_interrupt
+
+    thread = at_interrupt("expense_approval")
+    said = f"Thread {thread.name!r} runs graph 'expense_approval', not 'parallel_review'."
+    with pytest.raises(engine.InvalidRequest) as by_name:
+        engine.start("parallel_review", {"document": "Lease"}, name=thread.name)
+    with pytest.raises(engine.InvalidRequest) as by_request:
+        engine.submit(
+            engine.RunRequest(graph="parallel_review", resume=engine.Resume("y")), thread=thread
+        )
+    with pytest.raises(engine.InvalidRequest) as by_cron:
+        engine.create_cron(
+            "0 9 * * *",
+            tenant=thread.tenant,
+            assistant_id="parallel_review",
+            thread=thread,
+            payload={"input": {"document": "Lease"}},
+        )
+    for refused in (by_name, by_request, by_cron):
+        assert (refused.value.field, refused.value.message) == ("graph", said)
+    assert not thread.runs.exists()
+
+
+# The graph's saver writes on a connection of its own (as a worker's does).
+@pytest.mark.django_db(transaction=True)
+def test_a_resume_records_once_whether_it_answers_by_interrupt_id():
+    from durable.engine import requests
+    from tests.helpers.threads import at_interrupt
+
+    thread = at_interrupt("parallel_review")
+    ids = [i.id for i in engine.pending_interrupts(thread)]
+    assert len(ids) > 1
+    answers = {i: {"approved": True} for i in ids}
+    by_id = engine.resume(thread, answers, multitask_strategy="enqueue")
+    assert by_id.command == {"resume": answers} and by_id.resume_by_id
+    assert requests.answers_by_id(by_id) == answers
+    assert requests.command(by_id).resume == answers
+    single = at_interrupt("expense_approval")
+    plain = engine.resume(single, {"approved": True})
+    assert not plain.resume_by_id and requests.answers_by_id(plain) is None
+    assert requests.command(plain).resume == {"approved": True}
+    # The worker reads the codec, never the stored command itself.
+    assert "run.command" not in Path("durable/engine/execution.py").read_text()
