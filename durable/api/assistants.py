@@ -1,5 +1,5 @@
 """``/assistants``: the tenant's assistants, stored configurations of a registered graph
-in versions (``durable.engine.assistant_configs``), created, read, searched, counted,
+in versions (``durable.engine.stored_assistants``), created, read, searched, counted,
 changed (each change a new version), set back to an earlier version and deleted; and
 every registered graph (``durable.graphs``) as its own default assistant, named by the
 graph (its ``assistant_id`` and ``graph_id``), which reads but does not change. For

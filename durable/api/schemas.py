@@ -425,7 +425,7 @@ AssistantName = Annotated[
 
 
 class AssistantCreate(Strict):
-    """An assistant of ``graph_id`` (checked by ``durable.engine.assistant_configs``)."""
+    """An assistant of ``graph_id`` (checked by ``durable.engine.stored_assistants``)."""
 
     assistant_id: uuid.UUID | None = None
     graph_id: str

@@ -32,10 +32,10 @@ from django.utils import timezone as dj_timezone
 
 from durable import audit, conf
 from durable.engine import beat
-from durable.engine.assistant_configs import check_config_schema, resolve_assistant
 from durable.engine.checks import InvalidRequest, check_input, compiled_graph, run_options
 from durable.engine.operations import start
 from durable.engine.options import graph_options
+from durable.engine.stored_assistants import check_config_schema, resolve_assistant
 from durable.engine.threads import set_on_completion
 from durable.models import Cron, Run, Tenant, Thread
 

@@ -43,7 +43,7 @@ from durable.engine.checks import (
     resume_command,
     run_options,
 )
-from durable.engine.drift import check_fits, thread_drift
+from durable.engine.fit import check_fits, thread_drift
 from durable.engine.options import command_for, graph_options
 from durable.engine.records import lock_thread, lock_thread_named, set_thread_status
 from durable.engine.state import config_for, graph_of, thread_state
