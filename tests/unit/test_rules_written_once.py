@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from django.db import IntegrityError
 from django.urls import reverse
+from langgraph.types import Interrupt
 
 from dashboard.celery import app as celery_app
-from durable import conf, engine, sse
+from dashboard.present import interrupts as present_interrupts
+from durable import audit, conf, engine, interrupt_payloads, sse
 from durable.engine import checks, tasks
 from durable.models import SEQ_ATTEMPTS, Run, RunEvent, numbered
 from durable.tasknames import RETENTION_TASK, RUN_TASK
@@ -86,3 +88,49 @@ def test_the_apps_files_go_to_durable_var_dir(settings):
     assert conf.DURABLE_VAR_DIR == settings.VAR_DIR
     del settings.DURABLE_VAR_DIR
     assert conf.DURABLE_VAR_DIR == Path("var")
+
+
+HITL_REQUEST = {
+    "action_requests": [{"name": "pay", "args": {}}, {"name": "notify", "args": {}}],
+    "review_configs": [{"action_name": "pay", "allowed_decisions": ["approve"]}],
+}
+HUMAN_INTERRUPT = {"action_request": {"action": "send", "args": {}}, "config": {}}
+PAYLOADS = [
+    (HITL_REQUEST, interrupt_payloads.HITL, "pay"),
+    ({"action_requests": [{"name": "pay"}]}, interrupt_payloads.GENERIC, None),
+    ({"action_requests": {"name": "pay"}, "review_configs": []}, interrupt_payloads.GENERIC, None),
+    (HUMAN_INTERRUPT, interrupt_payloads.HUMAN, "send"),
+    ([HUMAN_INTERRUPT], interrupt_payloads.HUMAN, "send"),
+    ([HUMAN_INTERRUPT, HUMAN_INTERRUPT], interrupt_payloads.GENERIC, None),
+    ({"action_request": {"action": "send"}, "config": True}, interrupt_payloads.GENERIC, None),
+    ({"question": "Approve?"}, interrupt_payloads.GENERIC, None),
+    ("Approve?", interrupt_payloads.GENERIC, None),
+    ([], interrupt_payloads.GENERIC, None),
+]
+
+
+@pytest.mark.django_db
+def test_an_interrupt_payloads_kind_and_action_are_decided_once_in_python_and_in_sql():
+    # The console's pages, the audit of an answer and the inbox's SQL read one rule.
+    assert present_interrupts.kind_of is interrupt_payloads.kind_of
+    thread = engine.create_thread("expense_approval")
+    for value, kind, action in PAYLOADS:
+        run = Run.objects.create(
+            thread=thread,
+            graph=thread.graph,
+            kind="start",
+            interrupts=[{"id": "i", "value": value}],
+        )
+        assert interrupt_payloads.kind_of(value) == kind, value
+        assert (interrupt_payloads.action_names(value) or [None])[0] == action, value
+        in_sql = (
+            Run.objects.filter(pk=run.pk)
+            .annotate(name=interrupt_payloads.action_name("interrupts__0__value"))
+            .values_list("name", flat=True)
+            .get()
+        )
+        assert in_sql == action, value
+    answered = audit.answered(
+        [Interrupt(value=[HUMAN_INTERRUPT], id="i")], [{"type": "accept", "args": None}], False
+    )
+    assert answered == [{"interrupt_id": "i", "decision": "accept", "action": "send"}]
