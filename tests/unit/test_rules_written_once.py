@@ -134,3 +134,27 @@ def test_an_interrupt_payloads_kind_and_action_are_decided_once_in_python_and_in
         [Interrupt(value=[HUMAN_INTERRUPT], id="i")], [{"type": "accept", "args": None}], False
     )
     assert answered == [{"interrupt_id": "i", "decision": "accept", "action": "send"}]
+
+
+# The Agent Server's ``Run`` (``langgraph-api`` 0.16.7's openapi.json): its run statuses
+# and multitask strategies.
+AGENT_SERVER_RUN_STATUSES = {"pending", "running", "error", "success", "timeout", "interrupted"}
+AGENT_SERVER_MULTITASK = {"reject", "rollback", "interrupt", "enqueue"}
+
+
+@pytest.mark.django_db
+def test_a_run_is_sent_as_the_openapi_documents_run_schema_declares_it(client, api_key):
+    schema = client.get("/api/openapi.json").json()["components"]["schemas"]["Run"]
+    assert set(schema["properties"]["status"]["enum"]) <= AGENT_SERVER_RUN_STATUSES
+    assert set(schema["properties"]["multitask_strategy"]["enum"]) == AGENT_SERVER_MULTITASK
+    stopped = made_run(status=Run.Status.CANCELLED)
+    answer = client.get(
+        f"/api/threads/{stopped.thread.name}/runs/{stopped.pk}", headers={"x-api-key": api_key}
+    ).json()
+    assert set(answer) == set(schema["properties"]) == set(schema["required"])
+    assert answer["status"] == "interrupted"
+    assert answer["assistant_version"] is None
+    listed = client.get(
+        f"/api/threads/{stopped.thread.name}/runs", headers={"x-api-key": api_key}
+    ).json()
+    assert listed == [answer]
