@@ -67,7 +67,7 @@ def create_assistant(request, body: AssistantCreate):
 
 
 def _stored(request, body: AssistantCount) -> QuerySet[Assistant]:
-    found = Assistant.objects.filter(tenant=request.auth.tenant)
+    found = Assistant.objects.of_tenants(request.auth.tenant)
     if body.graph_id is not None:
         found = found.filter(graph_id=body.graph_id)
     if body.name is not None:

@@ -5,17 +5,21 @@ race, the SSE response, the Celery task names and where the app writes its files
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.db import IntegrityError
 from django.urls import reverse
 from langgraph.types import Interrupt
 
+from dashboard import access as console_access
 from dashboard.celery import app as celery_app
 from dashboard.present import interrupts as present_interrupts
 from durable import audit, conf, engine, interrupt_payloads, sse
+from durable.admin.scoping import TenantScoped
+from durable.api import access as api_access
 from durable.engine import checks, tasks
-from durable.models import SEQ_ATTEMPTS, Run, RunEvent, numbered
+from durable.models import SEQ_ATTEMPTS, Run, RunEvent, Tenant, Thread, numbered
 from durable.tasknames import RETENTION_TASK, RUN_TASK
 from tests.helpers.threads import made_run
 
@@ -158,3 +162,26 @@ def test_a_run_is_sent_as_the_openapi_documents_run_schema_declares_it(client, a
         f"/api/threads/{stopped.thread.name}/runs", headers={"x-api-key": api_key}
     ).json()
     assert listed == [answer]
+
+
+@pytest.mark.django_db
+def test_the_api_the_console_and_the_admin_scope_to_a_tenant_by_one_queryset_method(
+    rf, django_assert_num_queries
+):
+    mine, other = Tenant.default(), Tenant.objects.create(slug="other", name="Other")
+    kept = engine.create_thread("expense_approval", tenant=mine)
+    engine.create_thread("expense_approval", tenant=other)
+    request = rf.get("/")
+    request.tenant, request.auth = mine, SimpleNamespace(tenant=mine)
+    for found in (
+        api_access.find_thread(request, kept.name),
+        console_access.threads(request).get(),
+    ):
+        assert found == kept
+        with django_assert_num_queries(0):
+            assert found.tenant is mine  # not read again, not set by hand
+    assert list(TenantScoped().scope(Thread.objects.all(), Tenant.objects.filter(pk=mine.pk))) == [
+        kept
+    ]
+    assert list(Run.objects.of_tenants(Tenant.objects.filter(pk=other.pk))) == []
+    assert list(Thread.objects.of_tenants(None)) == []
