@@ -1,9 +1,13 @@
 """The engine's rules written once: a thread's active run (the page follows the running
 one, not a queued one), an answer's JSON Schema check, numbering events after a lost
-race, the SSE response, the Celery task names and where the app writes its files."""
+race, the SSE response, the Celery task names, where the app writes its files, an
+interrupt payload's kind and action (in Python and in SQL), the run's wire shape (the
+OpenAPI document's ``Run`` is what is sent), scoping to a tenant, and reports importing
+the engine, never the reverse."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -185,3 +189,17 @@ def test_the_api_the_console_and_the_admin_scope_to_a_tenant_by_one_queryset_met
     ]
     assert list(Run.objects.of_tenants(Tenant.objects.filter(pk=other.pk))) == []
     assert list(Thread.objects.of_tenants(None)) == []
+
+
+def test_the_engine_never_imports_the_reports_that_read_it():
+    engine_dir = Path(engine.__file__).parent
+    importing = []
+    for module in sorted(engine_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(n == "durable.reports" or n.startswith("durable.reports.") for n in names):
+                importing.append(module.name)
+    assert importing == []
+    assert not hasattr(engine, "migration") and not hasattr(engine, "diagnose")
