@@ -15,9 +15,7 @@ from durable.tenancy import is_auditor, may_act, may_reveal
 
 def threads(request) -> QuerySet[Thread]:
     """The threads ``request`` may see: its tenant's (none without a tenant)."""
-    if request.tenant is None:
-        return Thread.objects.none()
-    return Thread.objects.filter(tenant=request.tenant)
+    return Thread.objects.of_tenants(request.tenant)
 
 
 def may_see_all_tenants(request) -> bool:
@@ -39,9 +37,7 @@ def runs(request) -> QuerySet[Run]:
 
 def crons(request) -> QuerySet[Cron]:
     """The crons of the request's tenant (none without a tenant)."""
-    if request.tenant is None:
-        return Cron.objects.none()
-    return Cron.objects.filter(tenant=request.tenant).select_related(
+    return Cron.objects.of_tenants(request.tenant).select_related(
         "tenant", "thread", "stored_assistant"
     )
 
@@ -58,24 +54,18 @@ def may_see_run(request, pk: int) -> bool:
 
 def assistants(request) -> QuerySet[Assistant]:
     """The stored assistants ``request`` may see: its tenant's (none without a tenant)."""
-    if request.tenant is None:
-        return Assistant.objects.none()
-    return Assistant.objects.filter(tenant=request.tenant)
+    return Assistant.objects.of_tenants(request.tenant)
 
 
 def assistant_or_404(request, assistant_id) -> Assistant:
     """The tenant's assistant ``assistant_id`` (a UUID); otherwise ``Http404``, as for
     one that does not exist."""
-    found = get_object_or_404(assistants(request), assistant_id=assistant_id)
-    found.tenant = request.tenant  # the audit reads it
-    return found
+    return get_object_or_404(assistants(request), assistant_id=assistant_id)
 
 
 def audit_events(request) -> QuerySet[AuditEvent]:
     """The audit trail of the request's tenant."""
-    if request.tenant is None:
-        return AuditEvent.objects.none()
-    return AuditEvent.objects.filter(tenant=request.tenant)
+    return AuditEvent.objects.of_tenants(request.tenant)
 
 
 def store(request) -> ScopedStore:

@@ -12,6 +12,7 @@ from typing import Any
 
 from durable.engine.checks import actor as actor_name
 from durable.history import newest_checkpoint_id
+from durable.interrupt_payloads import action_names
 from durable.models import AuditEvent, Run, Tenant, Thread
 
 Action = AuditEvent.Action
@@ -70,8 +71,7 @@ def answered(pending: list, resume: Any, by_id: bool) -> list[dict]:
     - for any other answer, ``"answer"``, with the ``value`` given.
 
     ``pending`` are the ``Interrupt``s answered; ``resume`` is the one answer (``by_id``
-    false) or ``{interrupt_id: answer}``. The payload shapes are the console's
-    (``dashboard.present.interrupts``)."""
+    false) or ``{interrupt_id: answer}``. The payload kinds are ``durable.interrupt_payloads``'."""
     answers = resume if by_id else {pending[0].id: resume}
     values = {i.id: i.value for i in pending}
     found = []
@@ -82,18 +82,14 @@ def answered(pending: list, resume: Any, by_id: bool) -> list[dict]:
 
 
 def _decisions(asked: Any, answer: Any) -> list[dict]:
+    names = action_names(asked)
     if isinstance(answer, dict) and _typed(answer.get("decisions")):
-        requests = asked.get("action_requests") if isinstance(asked, dict) else None
-        names = [r.get("name") for r in requests if isinstance(r, dict)] if requests else []
         return [
             _hitl(d, names[n] if n < len(names) else None)
             for n, d in enumerate(answer["decisions"])
         ]
     if _typed(answer):
-        request = asked[0] if isinstance(asked, list) and asked else asked
-        action = request.get("action_request") if isinstance(request, dict) else None
-        name = action.get("action") if isinstance(action, dict) else None
-        return [_human(r, name) for r in answer]
+        return [_human(r, names[0] if names else None) for r in answer]
     return [{"decision": "answer", "value": answer}]
 
 

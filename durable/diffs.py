@@ -1,6 +1,6 @@
 """What changed between two values (states, a step's writes): the paths that differ,
 found by DeepDiff. The console shows them (``dashboard.present.diffs``) and the API
-returns them (a replay's divergence, ``durable.engine.divergence``).
+returns them (a replay's divergence, ``durable.reports.divergence``).
 
 Lists of messages are compared by message id, not by position: a message inserted in
 the middle is one added path, not every later message changed. Their paths read

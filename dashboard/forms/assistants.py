@@ -13,7 +13,7 @@ from durable.graphs import example_input, graph_names
 from durable.models import NAME_MAX_LENGTH
 from durable.redaction import redact, restore
 
-# What an engine refusal names (``durable.engine.assistant_configs``), by the form field
+# What an engine refusal names (``durable.engine.stored_assistants``), by the form field
 # it is shown on: a path below config (``config.configurable.user``) on ``config``.
 _FIELDS = ("graph_id", "name", "description", "config", "context", "metadata")
 

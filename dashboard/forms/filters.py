@@ -15,14 +15,14 @@ import django_filters
 from django import forms
 from django.db.models import QuerySet
 
-from durable import engine
-from durable.engine import waiting
-from durable.engine.diagnosis import DIAGNOSES, filter_threads
-from durable.engine.operations_stats import threads_with_runs
+from durable import reports
 from durable.graphs import graph_names
 from durable.models import AuditEvent, Run, Thread
 from durable.persistence.metadata import IndexedMetadataKeyEquals
 from durable.persistence.text import UnstorableText, check_text
+from durable.reports import waiting
+from durable.reports.diagnosis import DIAGNOSES, filter_threads
+from durable.reports.figures import threads_with_runs
 
 MAX_META_FILTERS = 10
 
@@ -83,17 +83,17 @@ class MetaFilter(django_filters.Filter):
 
 class DriftFilter(django_filters.Filter):
     """``?drift=on``: only the threads whose newest checkpoint no longer fits the
-    deployed graph (``durable.engine.drifted_threads``)."""
+    deployed graph (``durable.reports.drifted_threads``)."""
 
     field_class = forms.BooleanField
 
     def filter(self, qs, value):
-        return engine.drifted_threads(qs) if value else qs
+        return reports.drifted_threads(qs) if value else qs
 
 
 class OverdueFilter(django_filters.Filter):
     """``?overdue=on``: only the threads whose interrupts have waited longer than their
-    tenant's ``overdue_after`` (``durable.engine.waiting.overdue``)."""
+    tenant's ``overdue_after`` (``durable.reports.waiting.overdue``)."""
 
     field_class = forms.BooleanField
 
@@ -104,7 +104,7 @@ class OverdueFilter(django_filters.Filter):
 class ThreadFilter(django_filters.FilterSet):
     """Threads by status, graph, metadata ``key=value`` (all must hold), updated time
     range, a piece of the thread id (``q``), drift from the deployed graph (``drift``) and
-    diagnosis (``durable.engine.diagnosis``) and interrupts waiting overdue (``overdue``)."""
+    diagnosis (``durable.reports.diagnosis``) and interrupts waiting overdue (``overdue``)."""
 
     status = django_filters.ChoiceFilter(choices=Thread.Status.choices, empty_label="any")
     graph = django_filters.ChoiceFilter(choices=[], empty_label="any")

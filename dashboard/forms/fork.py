@@ -233,7 +233,7 @@ class ForkForm(forms.Form):
 
     def _check_schema(self, key: StateKey, value: Any, name: str) -> None:
         """A plain key's value typed as JSON against the key's state schema, as its typed
-        input is checked (and as ``durable.engine.drift`` finds a value the schema
+        input is checked (and as ``durable.engine.fit`` finds a value the schema
         refuses): raises ``ValidationError({name: message})``. A reducer key's box adds
         to the key rather than replacing it, so its schema is not the update's."""
         schema = self.schema.get(key.key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import forms
 
-from durable.engine.operations_stats import WINDOWS
+from durable.reports.figures import WINDOWS
 
 
 class OperationsForm(forms.Form):

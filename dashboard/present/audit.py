@@ -39,7 +39,7 @@ def decisions(event: AuditEvent) -> str:
     (``durable.audit.answered``): ``approve pay_expense``, ``reject pay_expense: <its
     reason>``, ``edit pay_expense: <the edited arguments as JSON>``, ``response to
     <action>: <text>``, ``answer: <JSON>``..., joined by ``; ``; for an assistant's event
-    (``durable.engine.assistant_configs``), the assistant and the version it left
+    (``durable.engine.stored_assistants``), the assistant and the version it left
     latest: ``Ann (<assistant_id>, graph options): version 2``; for a reveal, the path
     revealed (``revealed payment.card_number``); ``""`` for an event that answered
     nothing."""

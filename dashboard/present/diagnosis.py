@@ -1,11 +1,11 @@
-"""A thread's diagnosis (``durable.engine.diagnosis``) as the thread page shows it: the
+"""A thread's diagnosis (``durable.reports.diagnosis``) as the thread page shows it: the
 line, and its next action as a link to the console page that takes it."""
 
 from __future__ import annotations
 
 from django.urls import reverse
 
-from durable.engine.diagnosis import Diagnosis, diagnose
+from durable.reports.diagnosis import Diagnosis, diagnose
 
 # The actions that change the thread (through the page they link to): a viewer sees the
 # line without them.

@@ -76,7 +76,7 @@ class Entry:
 def entry_at(thread: Thread, state: StateSnapshot, now: datetime | None = None) -> Entry:
     """The inbox entry of ``thread`` at its latest ``state``, without its forms. The
     wait counts from ``thread.waiting_since`` when the queryset annotated it
-    (``durable.engine.waiting``), else from the checkpoint's time."""
+    (``durable.reports.waiting``), else from the checkpoint's time."""
     checkpoint_id = state.config["configurable"].get("checkpoint_id", "")
     since = getattr(thread, "waiting_since", None)
     if since is None and state.created_at:

@@ -2,17 +2,8 @@
 they allow, and an input per editable argument. Pages show these; the answer form
 (``dashboard.forms.resume``) builds its fields from them.
 
-The payloads the console knows:
-
-- LangChain v1 ``HITLRequest``: ``{"action_requests": [{name, args, description?}],
-  "review_configs": [{action_name, allowed_decisions, args_schema?}]}``, resumed with
-  ``{"decisions": [one decision per action, in order]}``.
-- agent-inbox ``HumanInterrupt``: ``{"action_request": {action, args}, "config":
-  {allow_accept, allow_edit, allow_respond, allow_ignore}, "description"}`` (markdown),
-  passed to ``interrupt()`` alone or, as agent-inbox asks, as a list of one; resumed
-  with a list of one ``HumanResponse`` ``{"type", "args"}``.
-- anything else: shown as JSON and answered with a JSON value (checked against the
-  payload's ``response_schema`` when it has one).
+The payload kinds (``HITL``, ``HUMAN``, ``GENERIC``) and which one a value is are decided
+in ``durable.interrupt_payloads``; pages and forms read them through this module.
 """
 
 from __future__ import annotations
@@ -23,9 +14,8 @@ from typing import Any
 
 from dashboard.present.values import EDIT_LIMIT
 
-HITL = "hitl"
-HUMAN = "human"
-GENERIC = "generic"
+# The kinds, as the console's pages and forms read them from here.
+from durable.interrupt_payloads import GENERIC, HITL, HUMAN, human_payload, kind_of  # noqa: F401
 
 # agent-inbox's response types, each with the config flag that allows it.
 HUMAN_RESPONSES = (
@@ -34,31 +24,6 @@ HUMAN_RESPONSES = (
     ("response", "allow_respond"),
     ("ignore", "allow_ignore"),
 )
-
-
-def kind_of(value: Any) -> str:
-    """``"hitl"`` for a LangChain v1 ``HITLRequest``, ``"human"`` for an agent-inbox
-    ``HumanInterrupt`` (or a list of exactly one), else ``"generic"``."""
-    if (
-        isinstance(value, dict)
-        and isinstance(value.get("action_requests"), list)
-        and isinstance(value.get("review_configs"), list)
-    ):
-        return HITL
-    if _human_payload(value) is not None:
-        return HUMAN
-    return GENERIC
-
-
-def _human_payload(value: Any) -> dict | None:
-    candidate = value[0] if isinstance(value, list) and len(value) == 1 else value
-    if (
-        isinstance(candidate, dict)
-        and isinstance(candidate.get("action_request"), dict)
-        and isinstance(candidate.get("config"), dict)
-    ):
-        return candidate
-    return None
 
 
 # -- editable arguments ---------------------------------------------------------------
@@ -213,7 +178,7 @@ class HumanRequest:
 
 def human_request(value: Any) -> HumanRequest:
     """The ``HumanInterrupt`` in ``value`` (``kind_of(value) == "human"``)."""
-    payload = _human_payload(value)
+    payload = human_payload(value)
     request, config = payload["action_request"], payload["config"]
     args = request.get("args") if isinstance(request.get("args"), dict) else {}
     return HumanRequest(

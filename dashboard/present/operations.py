@@ -14,8 +14,8 @@ from datetime import datetime
 from django.urls import reverse
 
 from dashboard.present.links import query_params
-from durable.engine import operations_stats as stats
 from durable.models import Run, Thread
+from durable.reports import figures as stats
 
 WIDTH, HEIGHT = 720, 180  # the plot area of the runs chart
 LEFT, BOTTOM = 36, 22  # room for the axis labels

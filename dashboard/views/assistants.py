@@ -3,7 +3,7 @@ graph, in versions) beside the registered graphs, each its own default assistant
 creating one, editing it (each save a new version, its config checked against the
 graph's config schema), its versions with a diff between two, making an earlier
 version the latest again, and deleting it. Every change goes through
-``durable.engine`` (``assistant_configs``), which audits it; viewers read only.
+``durable.engine`` (``stored_assistants``), which audits it; viewers read only.
 """
 
 from __future__ import annotations

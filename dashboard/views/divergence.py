@@ -1,5 +1,5 @@
 """Where a replayed or forked branch first did something else than the branch it left
-(``durable.engine.divergence``): a page per thread, and the box on a replay or fork
+(``durable.reports.divergence``): a page per thread, and the box on a replay or fork
 run's page, which loads the report of the run's branch."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dashboard import access
 from dashboard.forms import form_errors
 from dashboard.forms.divergence import DivergenceForm
 from dashboard.http import render_page
-from durable import engine, history
+from durable import engine, history, reports
 
 
 @require_GET
@@ -32,7 +32,7 @@ def thread_divergence(request, pk: int):
             context["empty"] = True
         else:
             try:
-                context["report"] = engine.divergence(thread, checkpoint_id)
+                context["report"] = reports.divergence(thread, checkpoint_id)
             except engine.InvalidRequest as exc:
                 form.add_error("checkpoint_id", exc.message)
     if form.errors:
@@ -60,7 +60,7 @@ def run_divergence(request, pk: int):
         "thread": run.thread,
         "run": run,
         "form": DivergenceForm(),
-        "report": None if box and run.is_active else engine.run_divergence(run),
+        "report": None if box and run.is_active else reports.run_divergence(run),
         "errors": [],
         "loaded": True,
     }

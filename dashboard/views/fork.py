@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dashboard.forms import ForkForm, refusal
 from dashboard.http import at_checkpoint, posted, render_page, see_other
 from dashboard.present import checkpoint, diffs
-from durable import engine
+from durable import engine, reports
 from durable.redaction import redact
 from durable.values import jsonable
 
@@ -27,7 +27,7 @@ def _form(request, thread, snapshot, checkpoint_id, data):
     shape = engine.graph_shape(thread)
     wrote = checkpoint.writers(thread, snapshot)
     migrating = request.GET.get("migrate") == "1"
-    migration = engine.migration(thread, checkpoint_id) if migrating else None
+    migration = reports.migration(thread, checkpoint_id) if migrating else None
     form = ForkForm(
         shape,
         jsonable(snapshot.values),
@@ -53,7 +53,7 @@ def fork(request, pk: int, checkpoint_id: str):
     An htmx GET aimed at the thread page's pane gets the form alone.
 
     ``?migrate=1``, for a checkpoint that no longer fits the deployed graph: the form is
-    prefilled with the fork that migrates it (``durable.engine.migration``)."""
+    prefilled with the fork that migrates it (``durable.reports.migration``)."""
     thread, snapshot, error_page = at_checkpoint(request, pk, checkpoint_id)
     if error_page:
         return error_page

@@ -26,8 +26,8 @@ from dashboard.forms.inbox import SORTS, BulkAnswerForm, InboxQuery
 from dashboard.http import see_other
 from dashboard.present.inbox import Entry, entry_at
 from durable import engine
-from durable.engine import waiting as queue
 from durable.models import Thread
+from durable.reports import waiting as waiting_report
 
 THREADS_PER_PAGE = 10
 
@@ -43,7 +43,7 @@ def _entry(thread: Thread, answer=None, close_form: CloseForm | None = None) -> 
 
 
 def _waiting(request):
-    return queue.waiting(access.threads(request).select_related("tenant"))
+    return waiting_report.waiting(access.threads(request).select_related("tenant"))
 
 
 @require_GET
@@ -71,7 +71,7 @@ def _render_inbox(request, bulk: BulkAnswerForm | None = None, status: int = 200
         context |= {"graphs": list(graphs), "total": waiting.count(), "entries": []}
         return render(request, "dashboard/inbox.html", context | {"errors": errors}, status=400)
     chosen = query.cleaned_data
-    matched = queue.matching(waiting, chosen["action"], chosen["q"])
+    matched = waiting_report.matching(waiting, chosen["action"], chosen["q"])
     graphs = matched.values("graph").annotate(n=Count("pk"), oldest=Min("waiting_since"))
     if chosen["graph"]:
         matched = matched.filter(graph=chosen["graph"])

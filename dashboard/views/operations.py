@@ -15,7 +15,7 @@ from dashboard.forms.operations import OperationsForm
 from dashboard.forms.queries import form_errors
 from dashboard.present.operations import operations_context
 from durable import drills
-from durable.engine.operations_stats import WINDOWS
+from durable.reports.figures import WINDOWS
 
 TEMPLATE = "dashboard/operations.html"
 

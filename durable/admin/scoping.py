@@ -28,13 +28,16 @@ def visible_tenants(request) -> QuerySet[Tenant]:
 
 
 class TenantScoped:
-    """Rows of the managed tenants only. ``tenant_path`` is the lookup from the model to
-    its tenant; models keyed by a checkpointer thread id or a store namespace override
-    ``scope``."""
+    """Rows of the managed tenants only, by the model's own scoping
+    (``TenantQuerySet.of_tenants``, which the API and the console apply too). A model
+    without it names ``tenant_path``, the lookup to its tenant; models keyed by a
+    checkpointer thread id or a store namespace override ``scope``."""
 
-    tenant_path = "tenant"
+    tenant_path = None
 
     def scope(self, queryset: QuerySet, tenants: QuerySet[Tenant]) -> QuerySet:
+        if self.tenant_path is None:
+            return queryset.of_tenants(tenants)
         return queryset.filter(**{f"{self.tenant_path}__in": tenants})
 
     def get_queryset(self, request):

@@ -103,7 +103,6 @@ class ThreadAdmin(TenantScoped, admin.ModelAdmin):
 
 @admin.register(Run)
 class RunAdmin(TenantScoped, ReadOnly, admin.ModelAdmin):
-    tenant_path = "thread__tenant"
     list_display = (
         "pk",
         "thread",

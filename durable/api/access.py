@@ -28,17 +28,14 @@ def threads(request: HttpRequest) -> QuerySet[Thread]:
     """The threads of the token's tenant. Every lookup goes through this one queryset,
     runs included (they are reached only through their thread), so another tenant's
     thread is a 404 like one that does not exist."""
-    return Thread.objects.filter(tenant=request.auth.tenant)
+    return Thread.objects.of_tenants(request.auth.tenant)
 
 
 def find_thread(request: HttpRequest, name: str) -> Thread | None:
     """The tenant's thread named ``name`` (``Thread.name``: the id the tenant gave it;
     the checkpointer's own id is never shown), or ``None``. Routes take ``name`` as a
     ``schemas.ThreadId``, text the table can hold."""
-    found = threads(request).filter(name=name).first()
-    if found is not None:
-        found.tenant = request.auth.tenant  # the store and the audit read it
-    return found
+    return threads(request).filter(name=name).first()
 
 
 def thread_not_found(name: str) -> ApiError:
@@ -79,7 +76,6 @@ def assistant(request: HttpRequest, assistant_id: str) -> Assistant | str:
     registered graph it names (that graph's own default assistant); 404 else."""
     found = engine.find_assistant(request.auth.tenant, assistant_id)
     if found is not None:
-        found.tenant = request.auth.tenant  # the audit reads it
         return found
     if assistant_id not in graph_names():
         raise engine.UnknownAssistant(assistant_id)
@@ -107,7 +103,7 @@ def changeable(found: Assistant | str) -> Assistant:
 
 def crons(request: HttpRequest) -> QuerySet[Cron]:
     """The crons of the token's tenant (another tenant's is a 404 like none)."""
-    return Cron.objects.filter(tenant=request.auth.tenant).select_related("tenant", "thread")
+    return Cron.objects.of_tenants(request.auth.tenant).select_related("tenant", "thread")
 
 
 def cron(request: HttpRequest, cron_id: str) -> Cron:

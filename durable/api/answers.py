@@ -7,6 +7,8 @@ server-sent events.
 A route's ``response=`` schema also filters what it returns (ninja validates and dumps
 the answer through it), so every schema here keeps the keys it does not declare
 (``extra="allow"``): a key ``shapes`` adds reaches clients before it is declared here.
+``Run`` is the exception that the others should follow: ``shapes.run_json`` builds each
+run through it, and it forbids keys it does not declare, so it is the one run shape.
 A value a schema declares but ``shapes`` does not build is a 500, which the schema
 fuzzing test (``tests/server/test_api_schema.py``) finds."""
 
@@ -109,18 +111,33 @@ class RunError(Answer):
     node: str | None = None
 
 
+# A run's status as the Agent Server's ``RunStatus`` names it: a run stopped on request
+# is "interrupted" there (the SDKs' RunStatus has no "cancelled"); the console's words
+# stay its own.
+WIRE_STATUS = {RunRow.Status.CANCELLED: "interrupted"}
+RUN_STATUSES = tuple(dict.fromkeys(WIRE_STATUS.get(s, s) for s in RunRow.Status.values))
+
+
 class Run(Answer):
-    """A run (``shapes.run_json``), with what this server records beside the Agent
-    Server's fields."""
+    """A run as the Agent Server's ``Run``, plus what this server records: ``kind``
+    (start, resume, fork, replay), ``durability``, ``requested_by``, the checkpoint it
+    started from, ``interrupts`` it stopped at, ``error`` and why it was stopped
+    (``stop_detail``). ``thread_id`` is the thread's ``name``; ``assistant_id`` is the
+    stored assistant's the run was asked on (with ``assistant_version``, the version that
+    gave it its config; ``null`` for a run on a graph), or its graph's. ``shapes.run_json``
+    builds every answer through this schema, so it is the whole of what is sent."""
+
+    model_config = ConfigDict(extra="forbid")
 
     run_id: str
     thread_id: str
     assistant_id: str
+    assistant_version: int | None
     created_at: datetime
     updated_at: datetime
-    status: Literal[tuple(RunRow.Status.values)]
+    status: Literal[RUN_STATUSES]
     metadata: dict[str, Any]
-    multitask_strategy: str
+    multitask_strategy: Literal[tuple(RunRow.MultitaskStrategy.values)]
     kind: str
     durability: str
     requested_by: str

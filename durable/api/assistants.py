@@ -1,5 +1,5 @@
 """``/assistants``: the tenant's assistants, stored configurations of a registered graph
-in versions (``durable.engine.assistant_configs``), created, read, searched, counted,
+in versions (``durable.engine.stored_assistants``), created, read, searched, counted,
 changed (each change a new version), set back to an earlier version and deleted; and
 every registered graph (``durable.graphs``) as its own default assistant, named by the
 graph (its ``assistant_id`` and ``graph_id``), which reads but does not change. For
@@ -67,7 +67,7 @@ def create_assistant(request, body: AssistantCreate):
 
 
 def _stored(request, body: AssistantCount) -> QuerySet[Assistant]:
-    found = Assistant.objects.filter(tenant=request.auth.tenant)
+    found = Assistant.objects.of_tenants(request.auth.tenant)
     if body.graph_id is not None:
         found = found.filter(graph_id=body.graph_id)
     if body.name is not None:

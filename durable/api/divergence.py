@@ -1,6 +1,6 @@
 """``/threads/{thread_id}/divergence`` and ``/threads/{thread_id}/runs/{run_id}/divergence``:
 where a replayed or forked branch first did something else than the branch it left
-(``durable.engine.divergence``). Routes of our own, beside the Agent Server's."""
+(``durable.reports.divergence``). Routes of our own, beside the Agent Server's."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any, Literal
 from ninja import Query, Router
 from pydantic import Field
 
-from durable import engine
+from durable import reports
 from durable.api import access
 from durable.api.answers import Answer
 from durable.api.schemas import Strict, ThreadId
-from durable.engine.divergence import Divergence, Step
+from durable.reports.divergence import Divergence, Step
 
 divergence = Router(tags=["divergence"])
 
@@ -109,7 +109,7 @@ def thread_divergence(request, thread_id: ThreadId, query: Query[DivergenceQuery
     where they differ, or ``no_divergence``. 422 naming ``checkpoint_id`` for a checkpoint
     the thread does not have."""
     thread = access.thread(request, thread_id)
-    return report_json(engine.divergence(thread, query.checkpoint_id))
+    return report_json(reports.divergence(thread, query.checkpoint_id))
 
 
 @divergence.get(
@@ -120,7 +120,7 @@ def thread_divergence(request, thread_id: ThreadId, query: Query[DivergenceQuery
 def run_divergence(request, thread_id: ThreadId, run_id: str):
     """As ``GET /threads/{thread_id}/divergence``, from the newest checkpoint of the run
     (a replay, a fork, or an interrupt answered again); ``no_fork`` for another run."""
-    return report_json(engine.run_divergence(access.run(request, thread_id, run_id)))
+    return report_json(reports.run_divergence(access.run(request, thread_id, run_id)))
 
 
 def report_json(report: Divergence) -> dict:

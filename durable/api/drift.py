@@ -1,6 +1,6 @@
 """``GET /threads/{thread_id}/drift``, a route of our own beside the Agent Server's: how
 the thread's newest checkpoint no longer fits the graph deployed now, and the fork that
-migrates it (``durable.engine.thread_drift``, ``durable.engine.migration``). A client
+migrates it (``durable.engine.thread_drift``, ``durable.reports.migration``). A client
 applies the migration with the protocol's own ``update_state`` (``values``, ``as_node``,
 ``checkpoint_id``); resume, replay and answering again are refused until then (422,
 field ``graph_version``)."""
@@ -11,7 +11,7 @@ from typing import Any
 
 from ninja import Router, Schema
 
-from durable import engine
+from durable import engine, reports
 from durable.api import access
 from durable.api.schemas import ThreadId
 from durable.graphs import UnknownGraph
@@ -73,7 +73,7 @@ def thread_drift(request, thread_id: ThreadId):
     found = engine.thread_drift(thread)
     if found is None:
         return {"fits": True, "deployed": _version(_deployed(thread.graph))}
-    migration = engine.migration(thread, found.checkpoint_id)
+    migration = reports.migration(thread, found.checkpoint_id)
     return {
         "fits": False,
         "deployed": _version(found.deployed),

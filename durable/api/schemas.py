@@ -18,8 +18,8 @@ from pydantic_core import PydanticCustomError
 
 from durable.api.errors import ApiError, BodyNotJSON
 from durable.engine import checks
-from durable.engine.assistant_configs import RunAssistant
 from durable.engine.requests import Resume, RunRequest
+from durable.engine.stored_assistants import RunAssistant
 from durable.models import NAME_MAX_LENGTH, THREAD_ID_MAX_LENGTH
 from durable.persistence.store.checks import MAX_TTL_MINUTES
 from durable.persistence.text import UnstorableText, check_text, text_problem, walk
@@ -450,7 +450,7 @@ AssistantName = Annotated[
 
 
 class AssistantCreate(Strict):
-    """An assistant of ``graph_id`` (checked by ``durable.engine.assistant_configs``)."""
+    """An assistant of ``graph_id`` (checked by ``durable.engine.stored_assistants``)."""
 
     assistant_id: uuid.UUID | None = None
     graph_id: str

@@ -11,6 +11,8 @@ from __future__ import annotations
 from django.utils import timezone
 
 from durable import engine
+from durable.api import answers
+from durable.api.answers import WIRE_STATUS
 from durable.models import Assistant, AssistantVersion, Cron, Run, Thread
 from durable.snapshots import checkpoint_json, interrupt_json, state_json
 from durable.values import jsonable
@@ -30,12 +32,6 @@ __all__ = [
 # When the registered graphs were read, which is when this process loaded the API: a
 # graph's default assistant's created_at and updated_at (graphs are registered in code, not stored).
 REGISTERED_AT = timezone.now()
-
-
-# A run's status as the Agent Server's ``RunStatus`` names it: a run stopped on request
-# is "interrupted" there (the SDKs' RunStatus has no "cancelled"); the console's words
-# stay its own.
-WIRE_STATUS = {Run.Status.CANCELLED: "interrupted"}
 
 
 def run_statuses(wire: str) -> list[str]:
@@ -77,34 +73,31 @@ def thread_json(thread: Thread) -> dict:
 
 
 def run_json(run: Run) -> dict:
-    """A run as the Agent Server's ``Run``, plus what this server records: ``kind``
-    (start, resume, fork, replay), ``durability``, ``requested_by``, the checkpoint it
-    started from, ``interrupts`` it stopped at, ``error`` and why it was stopped.
-    ``assistant_id`` is the stored assistant's the run was asked on (with
-    ``assistant_version``, the version that gave it its config), or its graph's.
-    ``run.thread`` and ``run.assistant`` are read: select them with the run."""
-    return {
-        "run_id": str(run.pk),
-        "thread_id": run.thread.name,
-        "assistant_id": str(run.assistant.assistant_id) if run.assistant_pk else run.graph,
-        "assistant_version": run.assistant_version,
-        "created_at": run.created_at,
-        "updated_at": run.ended_at or run.started_at or run.created_at,
-        "status": WIRE_STATUS.get(run.status, run.status),
-        "metadata": run.metadata,
-        "multitask_strategy": run.multitask_strategy,
-        "kind": run.kind,
-        "durability": run.durability,
-        "requested_by": run.requested_by,
-        "checkpoint_id": run.checkpoint_id or None,
-        "interrupts": run.interrupts,
-        "error": (
+    """A run as ``answers.Run`` declares it (built through it, so that what is sent is
+    what the OpenAPI document says). ``run.thread`` and ``run.assistant`` are read:
+    select them with the run."""
+    return answers.Run(
+        run_id=str(run.pk),
+        thread_id=run.thread.name,
+        assistant_id=str(run.assistant.assistant_id) if run.assistant_pk else run.graph,
+        assistant_version=run.assistant_version,
+        created_at=run.created_at,
+        updated_at=run.ended_at or run.started_at or run.created_at,
+        status=WIRE_STATUS.get(run.status, run.status),
+        metadata=run.metadata,
+        multitask_strategy=run.multitask_strategy,
+        kind=run.kind,
+        durability=run.durability,
+        requested_by=run.requested_by,
+        checkpoint_id=run.checkpoint_id or None,
+        interrupts=run.interrupts,
+        error=(
             {"error": run.error_type, "message": run.error_message, "node": run.error_node}
             if run.error_type
             else None
         ),
-        "stop_detail": run.stop_detail or None,
-    }
+        stop_detail=run.stop_detail or None,
+    ).model_dump()
 
 
 def version_json(found: AssistantVersion | Assistant | str) -> dict:

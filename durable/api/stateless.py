@@ -41,7 +41,7 @@ def _create(request, body: StatelessRunCreate) -> Run:
 def _ended(run: Run, body: StatelessRunCreate) -> None:
     """Once the request has the run's output: its thread goes, when it should."""
     if body.on_completion == "delete":
-        engine.end_stateless(run.thread_id)
+        engine.end_stateless(run.thread_pk)
 
 
 @stateless.post("", summary="Create a stateless background run", response=answers.Run)

@@ -60,7 +60,7 @@ def _next_run(thread_pk: int, after: int) -> tuple[bool, Run | None]:
     """Whether the thread still exists, and its first run after pk ``after``."""
     if not Thread.objects.filter(pk=thread_pk).exists():
         return False, None
-    return True, Run.objects.filter(thread_id=thread_pk, pk__gt=after).order_by("pk").first()
+    return True, Run.objects.filter(thread=thread_pk, pk__gt=after).order_by("pk").first()
 
 
 def _run_modes(run: Run) -> list[str]:

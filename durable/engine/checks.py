@@ -64,7 +64,7 @@ class InvalidRequest(ValueError):
     for a run's options and commands (``durable.engine.options``) ``config``, ``context``,
     ``interrupt_before``, ``interrupt_after``, ``after_seconds``, ``webhook``, ``goto`` or
     ``update``; ``graph_version`` for a run from a checkpoint that no longer fits the
-    deployed graph (``durable.engine.drift``); or a path below one of them
+    deployed graph (``durable.engine.fit``); or a path below one of them
     (``input.employee``) for text the database cannot hold; ``message`` says what is
     wrong in words."""
 

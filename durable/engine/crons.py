@@ -32,11 +32,11 @@ from django.utils import timezone as dj_timezone
 
 from durable import audit, conf
 from durable.engine import beat
-from durable.engine.assistant_configs import check_config_schema, resolve_assistant
 from durable.engine.checks import InvalidRequest, check_input, check_request, compiled_graph
 from durable.engine.options import run_fields
 from durable.engine.requests import OPTION_FIELDS, RunRequest
 from durable.engine.runs import submit
+from durable.engine.stored_assistants import check_config_schema, resolve_assistant
 from durable.engine.threads import set_on_completion
 from durable.models import Cron, Run, Tenant, Thread
 

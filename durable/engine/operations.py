@@ -40,7 +40,7 @@ from durable.engine.checks import (
     compiled_graph,
     run_options,
 )
-from durable.engine.drift import thread_drift
+from durable.engine.fit import thread_drift
 from durable.engine.records import lock_thread, set_thread_status
 from durable.engine.requests import RunRequest
 from durable.engine.state import graph_of
@@ -169,7 +169,7 @@ def close(
     ``InvalidRequest("checkpoint_id")`` when no interrupt is pending at ``checkpoint_id``
     (there is nothing to close) or it is no longer the thread's newest checkpoint (it
     moved on since the caller looked), and the errors of ``fork``. An interrupt pending
-    in a node the deployed graph no longer has (``durable.engine.drift``), which the
+    in a node the deployed graph no longer has (``durable.engine.fit``), which the
     deployed graph does not see, can be closed too."""
     metadata = {"reason": reason} if reason else None
     options = run_options(RunRequest(metadata=metadata, requested_by=requested_by))
@@ -209,7 +209,7 @@ def _fork(
                 "look at it again.",
             )
         # The saver adds the config's metadata to the checkpoint's: the deployed version
-        # wrote this one (``durable.engine.drift`` reads it).
+        # wrote this one (``durable.engine.fit`` reads it).
         written = {**options["metadata"], versions.METADATA_KEY: _digest(thread)}
         config = apply(compiled, {**base, "metadata": written}, values, as_node)
         next_tasks = compiled.get_state(config).next

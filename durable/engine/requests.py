@@ -61,7 +61,7 @@ class RunRequest:
     Nothing here is checked: ``checks.check_request`` does that."""
 
     graph: str | None = None
-    # A ``RunAssistant``, not imported: ``assistant_configs`` builds on the options that
+    # A ``RunAssistant``, not imported: ``stored_assistants`` builds on the options that
     # read this module.
     assistant: Any = None
     input: Any = None

@@ -27,7 +27,7 @@ from durable.engine.checks import (
     resume_command,
     run_options,
 )
-from durable.engine.drift import check_fits
+from durable.engine.fit import check_fits
 from durable.engine.operations import _audited, _new_thread, _refuse_if_busy, _submit
 from durable.engine.options import command_for, run_fields
 from durable.engine.records import lock_thread, lock_thread_named
@@ -174,7 +174,7 @@ def resume(
     (``answers``), when several are pending and ``answers`` is not used (``resume``),
     or for an unknown node or state key (``goto``, ``update``), and
     ``InvalidRequest("graph_version")`` when the thread's newest checkpoint no longer fits
-    the deployed graph (``durable.engine.drift.check_fits``: migrate it with a fork
+    the deployed graph (``durable.engine.fit.check_fits``: migrate it with a fork
     first). ``options`` as for ``start``."""
     asked = Resume(value, answers, goto, update)
     return submit(RunRequest(graph=thread.graph or None, resume=asked, **options), thread=thread)
@@ -208,7 +208,7 @@ def replay(thread: Thread, checkpoint_id: str, **options: Any) -> Run:
     (``metadata``, ``durability``, ``multitask_strategy``, ``requested_by``,
     ``stream_modes``). Raises ``InvalidRequest("checkpoint_id")`` for a checkpoint that
     is not the thread's, ``InvalidRequest("graph_version")`` for one that no longer fits
-    the deployed graph (``durable.engine.drift``); other errors as for ``start``."""
+    the deployed graph (``durable.engine.fit``); other errors as for ``start``."""
     request = RunRequest(graph=thread.graph or None, checkpoint_id=checkpoint_id, **options)
     return submit(request, thread=thread)
 
@@ -247,7 +247,7 @@ def answer_again(
     the answer to its counterpart (same node, same place). Returns the pending Run
     (kind ``resume``, ``forked_from`` = ``checkpoint_id``). Errors: ``checkpoint_id``
     (not the thread's, or no interrupt there), ``resume``, ``answers``, ``graph_version``
-    (the checkpoint no longer fits the deployed graph: ``durable.engine.drift``), and
+    (the checkpoint no longer fits the deployed graph: ``durable.engine.fit``), and
     those of ``fork`` (the thread must have no active run)."""
     request = RunRequest(
         graph=thread.graph or None,

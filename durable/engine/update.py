@@ -31,7 +31,6 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.errors import InvalidUpdateError
 
-from durable.engine.assistants import state_properties
 from durable.engine.checks import (
     COPY,
     InvalidRequest,
@@ -39,6 +38,7 @@ from durable.engine.checks import (
     checkpoint_config,
     schema_error,
 )
+from durable.engine.graph_schemas import state_properties
 from durable.engine.state import graph_of
 from durable.models import Thread
 from durable.values import jsonable

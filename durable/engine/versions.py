@@ -5,7 +5,7 @@ as a ``GraphVersion`` with a short name an operator reads (``v2-1a2b3c4``).
 LangGraph resumes an old thread with the graph deployed now, not the code that wrote it.
 So every run records the version its worker built (``record_run``), and its checkpoints
 carry the digest in their metadata (``METADATA_KEY``, added to the run's config by
-``durable.engine.execution``); ``durable.engine.drift`` compares a thread's newest
+``durable.engine.execution``); ``durable.engine.fit`` compares a thread's newest
 checkpoint with the version deployed now.
 """
 

@@ -17,7 +17,7 @@ from durable.models.crons import Cron
 from durable.models.drills import DrillExecution, DrillReport
 from durable.models.runs import SEQ_ATTEMPTS, Run, RunEvent, RunEventManager, Thread, numbered
 from durable.models.store import StoreItem
-from durable.models.tenancy import ApiToken, Membership, Role, Tenant
+from durable.models.tenancy import ApiToken, Membership, Role, Tenant, TenantQuerySet
 from durable.models.versions import GraphVersion
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "RunEventManager",
     "StoreItem",
     "Tenant",
+    "TenantQuerySet",
     "Thread",
     "numbered",
 ]

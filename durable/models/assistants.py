@@ -8,7 +8,7 @@ import uuid
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from durable.models.tenancy import Tenant
+from durable.models.tenancy import Tenant, TenantQuerySet
 
 NAME_MAX_LENGTH = 255
 
@@ -22,6 +22,7 @@ class Assistant(models.Model):
     number; every change is a new ``AssistantVersion``."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="assistants")
+    objects = TenantQuerySet.as_manager()
     assistant_id = models.UUIDField(default=uuid.uuid4)
     graph_id = models.CharField(max_length=100)
     name = models.CharField(max_length=NAME_MAX_LENGTH)

@@ -4,10 +4,10 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from durable.models.checkpoints import THREAD_ID_MAX_LENGTH
-from durable.models.tenancy import Tenant
+from durable.models.tenancy import Tenant, TenantQuerySet
 
 
-class AuditEventQuerySet(models.QuerySet):
+class AuditEventQuerySet(TenantQuerySet):
     def update(self, **kwargs):
         raise PermissionError("audit events are append-only")
 
@@ -92,6 +92,7 @@ class RetentionPolicy(models.Model):
         KEEP_LATEST = "keep_latest"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="retention")
+    objects = TenantQuerySet.as_manager()
     graph = models.CharField(max_length=100, blank=True, help_text="Blank: every graph.")
     max_age = models.DurationField(null=True, blank=True, help_text="e.g. 30 00:00:00")
     strategy = models.CharField(

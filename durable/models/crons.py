@@ -7,7 +7,7 @@ from django.db import models
 
 from durable.models.assistants import Assistant
 from durable.models.runs import Thread
-from durable.models.tenancy import Tenant
+from durable.models.tenancy import Tenant, TenantQuerySet
 
 
 class Cron(models.Model):
@@ -36,6 +36,7 @@ class Cron(models.Model):
 
     cron_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="crons")
+    objects = TenantQuerySet.as_manager()
     # A thread's crons go with it, as the Agent Server deletes them with their thread.
     thread = models.ForeignKey(
         Thread, on_delete=models.CASCADE, null=True, blank=True, related_name="crons"

@@ -13,7 +13,7 @@ from django.db.models.functions import Coalesce, Greatest
 
 from durable.models.assistants import Assistant
 from durable.models.checkpoints import THREAD_ID_MAX_LENGTH
-from durable.models.tenancy import Tenant
+from durable.models.tenancy import Tenant, TenantQuerySet
 from durable.models.versions import GraphVersion
 
 
@@ -35,6 +35,7 @@ class Thread(models.Model):
         ERROR = "error"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="threads")
+    objects = TenantQuerySet.as_manager()
     thread_id = models.CharField(max_length=THREAD_ID_MAX_LENGTH, unique=True)
     name = models.CharField(max_length=THREAD_ID_MAX_LENGTH)
     graph = models.CharField(max_length=100)
@@ -55,6 +56,10 @@ class Thread(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class RunQuerySet(TenantQuerySet):
+    tenant_path = "thread__tenant"
 
 
 class Run(models.Model):
@@ -140,6 +145,7 @@ class Run(models.Model):
     DUE_AT = Greatest("created_at", Coalesce("not_before", "created_at"))
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    objects = RunQuerySet.as_manager()
     graph = models.CharField(max_length=100)
     # The stored assistant the run was asked on, and which of its versions gave it its
     # config and context; none for a run on a graph's own default assistant (or once the

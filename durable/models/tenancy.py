@@ -11,6 +11,27 @@ from django.db import models
 OVERDUE_AFTER_MAX = timedelta(days=3650)
 
 
+class TenantQuerySet(models.QuerySet):
+    """Rows that belong to a tenant, through ``tenant_path`` (the lookup from the model to
+    its tenant). ``of_tenants`` is the one scoping that the API, the console and the admin
+    apply."""
+
+    tenant_path = "tenant"
+
+    def of_tenants(self, tenants):
+        """The rows of ``tenants``: one ``Tenant``, a queryset of them, or ``None`` (no
+        rows). For one tenant each row's ``tenant`` is that very object, as its reverse
+        manager gives it (``tenant.threads``), so that nothing reads it again."""
+        if tenants is None:
+            return self.none()
+        if not isinstance(tenants, Tenant):
+            return self.filter(**{f"{self.tenant_path}__in": tenants})
+        if self.tenant_path != "tenant":
+            return self.filter(**{self.tenant_path: tenants})
+        field = self.model._meta.get_field("tenant")
+        return getattr(tenants, field.remote_field.get_accessor_name()).all() & self
+
+
 class Tenant(models.Model):
     """Who a thread belongs to. ``slug`` is the tenant's id where one is shown or stored
     (API tokens, store namespaces): it never changes once created."""
@@ -69,6 +90,7 @@ class Membership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    objects = TenantQuerySet.as_manager()
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.VIEWER)
 
     class Meta:
@@ -87,6 +109,7 @@ class ApiToken(models.Model):
     so a fast hash is enough and a leaked table reveals no usable key."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_tokens")
+    objects = TenantQuerySet.as_manager()
     name = models.CharField(max_length=100)
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.OPERATOR)
     digest = models.CharField(max_length=64, unique=True, editable=False)

@@ -1,6 +1,6 @@
 """``GraphVersion``: the structure of a registered graph as some process deployed it, so
 that a thread written by an older version can be told apart from what runs now
-(``durable.engine.versions`` records them, ``durable.engine.drift`` compares them)."""
+(``durable.engine.versions`` records them, ``durable.engine.fit`` compares them)."""
 
 from django.db import models
 

@@ -1,4 +1,4 @@
-"""A thread's diagnosis (``durable.engine.diagnosis``) and the threads-list filter by it,
+"""A thread's diagnosis (``durable.reports.diagnosis``) and the threads-list filter by it,
 on threads that real runs brought there: each run is executed in this process, as a
 worker executes it (``durable.engine.execution.execute``). The classes that need a worker
 process (running, stalled, ran more than once) are in
@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from durable import engine
 from durable.engine import execution
-from durable.engine.diagnosis import DIAGNOSES, diagnose, filter_threads
 from durable.models import Run, Thread
+from durable.reports.diagnosis import DIAGNOSES, diagnose, filter_threads
 from tests.helpers.threads import INPUTS
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,4 +1,4 @@
-"""Replay divergence (``durable.engine.divergence``): a branch replayed in this process,
+"""Replay divergence (``durable.reports.divergence``): a branch replayed in this process,
 as a worker replays it (input ``None`` from a past checkpoint's config), compared with
 the branch it left. The graphs save through DjangoSaver from LangGraph's threads, on
 their own connections, so these tests commit."""
@@ -11,9 +11,9 @@ import pytest
 from django.urls import reverse
 
 from durable import engine
-from durable.engine.divergence import DIVERGED, NO_DIVERGENCE, NO_FORK, divergence
 from durable.graphs import get_graph
 from durable.models import Run, Thread
+from durable.reports.divergence import DIVERGED, NO_DIVERGENCE, NO_FORK, divergence
 from tests.helpers.divergence_graphs import choose
 from tests.helpers.threads import EXPENSE
 
@@ -238,7 +238,7 @@ def test_a_replay_waiting_at_the_interrupt_the_old_branch_answered_has_not_diver
 @committed
 def test_the_comparison_is_bounded_and_says_so(tmp_path, monkeypatch):
     # The engine's package names its function ``divergence``, after this module.
-    module = sys.modules["durable.engine.divergence"]
+    module = sys.modules["durable.reports.divergence"]
     thread = ran("steady", {"number": 3}, "steady-bounds")
     head = replayed(thread, before(thread, "prepare"))
     monkeypatch.setattr(module, "MAX_STEPS", 2)

@@ -1,5 +1,5 @@
-"""Schema drift in the engine (``durable.engine.drift``, ``durable.engine.versions``): a
-thread of ``drifting`` stopped at its interrupt on v1, then v2 deployed in this process
+"""Schema drift (``durable.engine.fit``, ``durable.reports.drift``, ``durable.engine.versions``):
+a thread of ``drifting`` stopped at its interrupt on v1, then v2 deployed in this process
 (``tests.helpers.drift.deploy``), which renames state key ``topic`` to ``subject`` and
 node ``review`` to ``approve``. Runs are executed here (``execution.execute``), as a
 worker would."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from durable import engine
+from durable import engine, reports
 from durable.models import Checkpoint, GraphVersion, Run, Thread
 from tests.helpers import drift
 from tests.helpers.drift import deploy, ran
@@ -46,13 +46,13 @@ def test_the_same_structure_is_one_version_and_another_is_the_next(old_thread):
 def test_a_thread_fits_the_version_that_wrote_it(old_thread):
     with deploy(1):
         assert engine.thread_drift(old_thread) is None
-        assert list(engine.drifted_threads(Thread.objects.all())) == []
+        assert list(reports.drifted_threads(Thread.objects.all())) == []
 
 
 def test_the_drift_names_each_thing_that_does_not_fit_and_since_when(old_thread):
     with deploy(2):
         drift = engine.thread_drift(old_thread)
-        drifted = list(engine.drifted_threads(Thread.objects.all()))
+        drifted = list(reports.drifted_threads(Thread.objects.all()))
     assert drifted == [old_thread]
     kinds = {(f.kind, f.subject) for f in drift.findings}
     assert kinds == {
@@ -87,7 +87,7 @@ def test_resume_replay_and_answer_again_are_refused_naming_the_graph_version(old
 
 def test_the_migration_maps_the_renamed_key_and_leads_to_a_node_that_exists(old_thread):
     with deploy(2):
-        migration = engine.migration(old_thread)
+        migration = reports.migration(old_thread)
         assert migration.values == {"subject": "budget"}
         assert migration.renamed == {"topic": "subject"}
         assert migration.as_node == "prepare"
@@ -100,7 +100,7 @@ def test_the_migration_maps_the_renamed_key_and_leads_to_a_node_that_exists(old_
             run=True,
         )
         assert engine.thread_drift(old_thread) is None
-        assert engine.migration(old_thread) is None
+        assert reports.migration(old_thread) is None
         assert ran(forked.run).status == Run.Status.INTERRUPTED
         assert ran(engine.resume(old_thread, "approved")).status == Run.Status.SUCCESS
         assert engine.thread_state(old_thread).values == {
@@ -121,7 +121,7 @@ def test_a_thread_waiting_in_a_node_that_is_gone_can_be_closed(old_thread):
 
 def test_a_replay_from_an_old_checkpoint_of_a_migrated_thread_is_refused(old_thread):
     with deploy(2):
-        migration = engine.migration(old_thread)
+        migration = reports.migration(old_thread)
         engine.fork(old_thread, migration.checkpoint_id, migration.values, as_node="prepare")
         assert engine.thread_drift(old_thread) is None
         with pytest.raises(engine.InvalidRequest) as refused:
@@ -149,7 +149,7 @@ def test_the_admin_lists_the_graph_versions_read_only(old_thread, superuser):
 def test_a_value_the_deployed_schema_refuses_is_drift_since_that_version(old_thread):
     with deploy(3):  # verdict becomes an integer; keys and nodes stay
         drift = engine.thread_drift(old_thread)
-        migration = engine.migration(old_thread)
+        migration = reports.migration(old_thread)
     assert [(f.kind, f.subject) for f in drift.findings] == [("refused_value", "verdict")]
     assert "'asked' is not of type 'integer'" in drift.findings[0].message
     assert drift.since == drift.deployed and drift.since.number == 2  # v2 never recorded

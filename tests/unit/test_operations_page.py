@@ -1,5 +1,5 @@
 """The Operations page (``/operations/``) and the counts behind it
-(``durable.engine.operations_stats``): runs seeded with chosen times and statuses give
+(``durable.reports.figures``): runs seeded with chosen times and statuses give
 exact numbers in its tables, in the right buckets, only the tenant's; its bars link to the
 threads list filtered to the threads they count."""
 
@@ -15,8 +15,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from durable.engine import operations_stats as stats
 from durable.models import Run, Tenant, Thread
+from durable.reports import figures as stats
 from tests.helpers.operations import seeded_run, seeded_thread, stored
 from tests.helpers.users import member
 

@@ -1,20 +1,30 @@
 """The engine's rules written once: a thread's active run (the page follows the running
 one, not a queued one), an answer's JSON Schema check, numbering events after a lost
-race, the SSE response, the Celery task names and where the app writes its files."""
+race, the SSE response, the Celery task names, where the app writes its files, an
+interrupt payload's kind and action (in Python and in SQL), the run's wire shape (the
+OpenAPI document's ``Run`` is what is sent), scoping to a tenant, and reports importing
+the engine, never the reverse."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from django.db import IntegrityError
 from django.urls import reverse
+from langgraph.types import Interrupt
 
+from dashboard import access as console_access
 from dashboard.celery import app as celery_app
-from durable import conf, engine, sse
+from dashboard.present import interrupts as present_interrupts
+from durable import audit, conf, engine, interrupt_payloads, sse
+from durable.admin.scoping import TenantScoped
+from durable.api import access as api_access
 from durable.engine import checks, tasks
-from durable.models import SEQ_ATTEMPTS, Run, RunEvent, numbered
+from durable.models import SEQ_ATTEMPTS, Run, RunEvent, Tenant, Thread, numbered
 from durable.tasknames import RETENTION_TASK, RUN_TASK
 from tests.helpers.threads import made_run
 
@@ -117,7 +127,7 @@ def test_each_rule_of_a_run_request_is_worded_in_one_module_only():
     # is checked by the same checks, not turned into a run).
     assert _written_in("graph_options(\n") | _written_in("graph_options(c") == {
         "durable/engine/options.py",
-        "durable/engine/assistant_configs.py",
+        "durable/engine/stored_assistants.py",
     }
 
 
@@ -244,3 +254,110 @@ def test_a_resume_records_once_whether_it_answers_by_interrupt_id():
     assert requests.command(plain).resume == {"approved": True}
     # The worker reads the codec, never the stored command itself.
     assert "run.command" not in Path("durable/engine/execution.py").read_text()
+
+
+HITL_REQUEST = {
+    "action_requests": [{"name": "pay", "args": {}}, {"name": "notify", "args": {}}],
+    "review_configs": [{"action_name": "pay", "allowed_decisions": ["approve"]}],
+}
+HUMAN_INTERRUPT = {"action_request": {"action": "send", "args": {}}, "config": {}}
+PAYLOADS = [
+    (HITL_REQUEST, interrupt_payloads.HITL, "pay"),
+    ({"action_requests": [{"name": "pay"}]}, interrupt_payloads.GENERIC, None),
+    ({"action_requests": {"name": "pay"}, "review_configs": []}, interrupt_payloads.GENERIC, None),
+    (HUMAN_INTERRUPT, interrupt_payloads.HUMAN, "send"),
+    ([HUMAN_INTERRUPT], interrupt_payloads.HUMAN, "send"),
+    ([HUMAN_INTERRUPT, HUMAN_INTERRUPT], interrupt_payloads.GENERIC, None),
+    ({"action_request": {"action": "send"}, "config": True}, interrupt_payloads.GENERIC, None),
+    ({"question": "Approve?"}, interrupt_payloads.GENERIC, None),
+    ("Approve?", interrupt_payloads.GENERIC, None),
+    ([], interrupt_payloads.GENERIC, None),
+]
+
+
+@pytest.mark.django_db
+def test_an_interrupt_payloads_kind_and_action_are_decided_once_in_python_and_in_sql():
+    # The console's pages, the audit of an answer and the inbox's SQL read one rule.
+    assert present_interrupts.kind_of is interrupt_payloads.kind_of
+    thread = engine.create_thread("expense_approval")
+    for value, kind, action in PAYLOADS:
+        run = Run.objects.create(
+            thread=thread,
+            graph=thread.graph,
+            kind="start",
+            interrupts=[{"id": "i", "value": value}],
+        )
+        assert interrupt_payloads.kind_of(value) == kind, value
+        assert (interrupt_payloads.action_names(value) or [None])[0] == action, value
+        in_sql = (
+            Run.objects.filter(pk=run.pk)
+            .annotate(name=interrupt_payloads.action_name("interrupts__0__value"))
+            .values_list("name", flat=True)
+            .get()
+        )
+        assert in_sql == action, value
+    answered = audit.answered(
+        [Interrupt(value=[HUMAN_INTERRUPT], id="i")], [{"type": "accept", "args": None}], False
+    )
+    assert answered == [{"interrupt_id": "i", "decision": "accept", "action": "send"}]
+
+
+# The Agent Server's ``Run`` (``langgraph-api`` 0.16.7's openapi.json): its run statuses
+# and multitask strategies.
+AGENT_SERVER_RUN_STATUSES = {"pending", "running", "error", "success", "timeout", "interrupted"}
+AGENT_SERVER_MULTITASK = {"reject", "rollback", "interrupt", "enqueue"}
+
+
+@pytest.mark.django_db
+def test_a_run_is_sent_as_the_openapi_documents_run_schema_declares_it(client, api_key):
+    schema = client.get("/api/openapi.json").json()["components"]["schemas"]["Run"]
+    assert set(schema["properties"]["status"]["enum"]) <= AGENT_SERVER_RUN_STATUSES
+    assert set(schema["properties"]["multitask_strategy"]["enum"]) == AGENT_SERVER_MULTITASK
+    stopped = made_run(status=Run.Status.CANCELLED)
+    answer = client.get(
+        f"/api/threads/{stopped.thread.name}/runs/{stopped.pk}", headers={"x-api-key": api_key}
+    ).json()
+    assert set(answer) == set(schema["properties"]) == set(schema["required"])
+    assert answer["status"] == "interrupted"
+    assert answer["assistant_version"] is None
+    listed = client.get(
+        f"/api/threads/{stopped.thread.name}/runs", headers={"x-api-key": api_key}
+    ).json()
+    assert listed == [answer]
+
+
+@pytest.mark.django_db
+def test_the_api_the_console_and_the_admin_scope_to_a_tenant_by_one_queryset_method(
+    rf, django_assert_num_queries
+):
+    mine, other = Tenant.default(), Tenant.objects.create(slug="other", name="Other")
+    kept = engine.create_thread("expense_approval", tenant=mine)
+    engine.create_thread("expense_approval", tenant=other)
+    request = rf.get("/")
+    request.tenant, request.auth = mine, SimpleNamespace(tenant=mine)
+    for found in (
+        api_access.find_thread(request, kept.name),
+        console_access.threads(request).get(),
+    ):
+        assert found == kept
+        with django_assert_num_queries(0):
+            assert found.tenant is mine  # not read again, not set by hand
+    assert list(TenantScoped().scope(Thread.objects.all(), Tenant.objects.filter(pk=mine.pk))) == [
+        kept
+    ]
+    assert list(Run.objects.of_tenants(Tenant.objects.filter(pk=other.pk))) == []
+    assert list(Thread.objects.of_tenants(None)) == []
+
+
+def test_the_engine_never_imports_the_reports_that_read_it():
+    engine_dir = Path(engine.__file__).parent
+    importing = []
+    for module in sorted(engine_dir.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            if any(n == "durable.reports" or n.startswith("durable.reports.") for n in names):
+                importing.append(module.name)
+    assert importing == []
+    assert not hasattr(engine, "migration") and not hasattr(engine, "diagnose")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from durable.engine.diagnosis import diagnose, filter_threads
 from durable.models import Run, Thread
+from durable.reports.diagnosis import diagnose, filter_threads
 from tests.helpers.graphs import release, runs_of
 from tests.helpers.processes import ENGINE_TIMINGS, WorkerProcess
 from tests.helpers.runs import finished, probe, slow_started

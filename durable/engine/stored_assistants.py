@@ -131,7 +131,7 @@ def find_assistant(tenant: Tenant, assistant_id: Any) -> Assistant | None:
         key = assistant_id if isinstance(assistant_id, uuid.UUID) else uuid.UUID(assistant_id)
     except (TypeError, ValueError, AttributeError):
         return None
-    return Assistant.objects.filter(tenant=tenant, assistant_id=key).first()
+    return Assistant.objects.of_tenants(tenant).filter(assistant_id=key).first()
 
 
 def default_assistant(assistant_id: str) -> bool:

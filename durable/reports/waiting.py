@@ -29,21 +29,12 @@ from django.db.models import (
     TextField,
     Value,
 )
-from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
 from durable.history import INTERRUPT
+from durable.interrupt_payloads import action_name
 from durable.models import Checkpoint, CheckpointWrite, Run, Thread
-
-# Where the action's name sits in the first pending interrupt, by payload: a LangChain v1
-# ``HITLRequest`` (its first action request), an agent-inbox ``HumanInterrupt`` passed
-# alone, or one passed as a list of one (as agent-inbox asks).
-ACTION_PATHS = (
-    "interrupts__0__value__action_requests__0__name",
-    "interrupts__0__value__action_request__action",
-    "interrupts__0__value__0__action_request__action",
-)
 
 
 def _interrupted_run():
@@ -77,7 +68,9 @@ def waiting(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
         queryset.filter(interrupt_pending(), status=Thread.Status.INTERRUPTED)
         .annotate(
             waiting_since=Coalesce(Subquery(run.values("ended_at")[:1]), F("updated_at")),
-            action=Subquery(run.annotate(name=Coalesce(*map(KT, ACTION_PATHS))).values("name")[:1]),
+            action=Subquery(
+                run.annotate(name=action_name("interrupts__0__value")).values("name")[:1]
+            ),
         )
         .alias(
             payload=Subquery(run.annotate(text=Cast("interrupts", TextField())).values("text")[:1])

@@ -27,12 +27,13 @@ from django.db.models.fields.json import KT
 from django.utils import timezone
 
 from durable import conf
-from durable.engine.drift import thread_drift, version_differs
+from durable.engine.fit import thread_drift
 from durable.engine.state import thread_state
 from durable.engine.task_events import executions, running_nodes, task_starts
 from durable.graphs import graph_names
 from durable.history import newest_checkpoint_id
 from durable.models import Checkpoint, Run, Thread
+from durable.reports.drift import version_differs
 
 # How many candidate threads ``filter_threads`` describes one by one, at most, for a rule
 # whose ``where`` only finds candidates (their latest run's events are read).

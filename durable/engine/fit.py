@@ -1,4 +1,5 @@
-"""Schema drift: whether a thread's checkpoint still fits the graph deployed now.
+"""Whether a thread's checkpoint still fits the graph deployed now, and the refusal of a
+run that would go on from one that does not.
 
 LangGraph resumes an old thread with the graph code deployed now, not the code that wrote
 it (its docs on backwards compatibility leave this contract to the application). A
@@ -7,8 +8,7 @@ state schema no longer has, lacks a key the schema requires that its own version
 not have, has next tasks or pending interrupts in a node the deployed graph no longer
 has, or holds a value the schema refuses. Runs that go on from such a checkpoint are
 refused (``check_fits``: resume, replay, answer again) until an operator migrates the
-thread: a fork whose values map its state to the deployed schema and whose ``as_node``
-leads to nodes that exist (``migration``).
+thread (``durable.reports.drift.migration`` proposes the fork).
 
 The checkpoint is read as it was saved (the saver's ``get_tuple``), not through the
 deployed graph, which drops the channels it does not know.
@@ -16,21 +16,18 @@ deployed graph, which drops the channels it does not know.
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q
 from langgraph.constants import END
 from langgraph.types import Send
 
 from durable.engine import versions
-from durable.engine.checks import INPUT, InvalidRequest, schema_error
+from durable.engine.checks import InvalidRequest, schema_error
 from durable.engine.state import config_for
-from durable.engine.update import next_after_update
 from durable.graphs import UnknownGraph, get_graph
 from durable.history import root_checkpoints
-from durable.models import Checkpoint, GraphVersion, Thread
+from durable.models import GraphVersion, Thread
 from durable.values import jsonable
 
 # LangGraph's own channels (``langgraph/graph/state.py``, ``langgraph/_internal/
@@ -39,9 +36,6 @@ from durable.values import jsonable
 BRANCH_TO = "branch:to:"
 TASKS = "__pregel_tasks"
 INTERRUPT = "__interrupt__"
-# The drifted-threads filter checks at most this many candidate threads (the most
-# recently updated ones whose version differs from the deployed one).
-DRIFT_SCAN_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -84,25 +78,7 @@ class Drift:
 
 
 @dataclass(frozen=True)
-class Migration:
-    """The fork that brings a drifted checkpoint to the deployed graph: ``values`` (state
-    keys of the deployed schema; a renamed key's value under its new name), ``as_node``
-    (so that what runs next exists; ``None`` when nothing would run next anyway),
-    ``next`` what would then run, ``renamed`` ``{old key: new key}``, and ``notes`` for
-    the operator (what is left to edit by hand); ``version`` the deployed version it
-    migrates to."""
-
-    checkpoint_id: str
-    version: GraphVersion
-    values: dict
-    as_node: str | None
-    next: tuple[str, ...] = ()
-    renamed: dict = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class _Saved:
+class Saved:
     """A checkpoint as saved: its id, its state keys and values (LangGraph's own
     channels left out), the nodes of its next tasks, whether interrupts are pending, and
     the digest of the version that wrote it (from its metadata)."""
@@ -119,7 +95,9 @@ def _internal(channel: str) -> bool:
     return channel.startswith(("__", BRANCH_TO, "join:"))
 
 
-def _saved(thread: Thread, checkpoint_id: str | None) -> _Saved | None:
+def saved_checkpoint(thread: Thread, checkpoint_id: str | None) -> Saved | None:
+    """The thread's checkpoint ``checkpoint_id`` (its newest root one when ``None``) as the
+    saver stored it, or ``None`` when there is none."""
     found = get_graph(thread.graph).checkpointer.get_tuple(config_for(thread, checkpoint_id))
     if found is None:
         return None
@@ -135,7 +113,7 @@ def _saved(thread: Thread, checkpoint_id: str | None) -> _Saved | None:
     writers = tuple(writes) if isinstance(writes, dict) else ()
     if isinstance(metadata.get("as_node"), str):
         writers = (*writers, metadata["as_node"])
-    return _Saved(
+    return Saved(
         checkpoint_id=found.config["configurable"]["checkpoint_id"],
         values=values,
         next=tuple(dict.fromkeys(n for n in nodes if n != END)),
@@ -145,7 +123,7 @@ def _saved(thread: Thread, checkpoint_id: str | None) -> _Saved | None:
     )
 
 
-def _value_error(value: Any, schema: dict) -> str | None:
+def value_error(value: Any, schema: dict | None) -> str | None:
     """Why ``value`` (made JSON-safe) breaks JSON Schema ``schema``, or ``None``."""
     if not schema:
         return None
@@ -153,7 +131,7 @@ def _value_error(value: Any, schema: dict) -> str | None:
     return None if error is None else error.message[:200]
 
 
-def findings(saved: _Saved, version: GraphVersion, own: GraphVersion | None) -> list[Finding]:
+def findings(saved: Saved, version: GraphVersion, own: GraphVersion | None) -> list[Finding]:
     """How ``saved`` does not fit ``version``; ``own`` is the version that wrote it (a
     required key counts as lacking only when ``own`` did not have it: a key of its own
     schema that a thread never set is no drift)."""
@@ -185,7 +163,7 @@ def findings(saved: _Saved, version: GraphVersion, own: GraphVersion | None) -> 
     combined = set(version.combined_keys)
     properties = version.state_schema.get("properties", {})
     for key in sorted(set(saved.values) & keys - combined):
-        if problem := _value_error(saved.values[key], properties.get(key) or {}):
+        if problem := value_error(saved.values[key], properties.get(key) or {}):
             found.append(
                 Finding("refused_value", key, f"the schema refuses the value of {key!r}: {problem}")
             )
@@ -208,7 +186,7 @@ def thread_drift(thread: Thread, checkpoint_id: str | None = None) -> Drift | No
     thread has no graph, no checkpoint, or a graph no longer registered. One checkpoint
     read, and nothing more when the checkpoint was written by the deployed version."""
     deployed = _deployed(thread)
-    return None if deployed is None else _drift(thread, checkpoint_id, deployed)
+    return None if deployed is None else drift_from(thread, checkpoint_id, deployed)
 
 
 def _written_by_deployed(thread: Thread, checkpoint_id: str | None, deployed) -> bool:
@@ -221,10 +199,12 @@ def _written_by_deployed(thread: Thread, checkpoint_id: str | None, deployed) ->
     return metadata.get(versions.METADATA_KEY) == deployed.digest
 
 
-def _drift(thread: Thread, checkpoint_id: str | None, deployed: GraphVersion) -> Drift | None:
+def drift_from(thread: Thread, checkpoint_id: str | None, deployed: GraphVersion) -> Drift | None:
+    """``thread_drift`` against ``deployed``, already read (the drifted-threads filter
+    reads each graph's deployed version once for many threads)."""
     if _written_by_deployed(thread, checkpoint_id, deployed):
         return None
-    saved = _saved(thread, checkpoint_id)
+    saved = saved_checkpoint(thread, checkpoint_id)
     if saved is None:
         return None
     own = versions.find(thread.graph, saved.digest)
@@ -245,7 +225,7 @@ def _drift(thread: Thread, checkpoint_id: str | None, deployed: GraphVersion) ->
     )
 
 
-def _since(saved: _Saved, own: GraphVersion | None, deployed: GraphVersion) -> GraphVersion:
+def _since(saved: Saved, own: GraphVersion | None, deployed: GraphVersion) -> GraphVersion:
     """The first recorded version after ``own`` that ``saved`` does not fit (the
     deployed one when a rollback deployed an older one)."""
     later = GraphVersion.objects.filter(graph=deployed.graph).order_by("number")
@@ -263,121 +243,3 @@ def check_fits(thread: Thread, checkpoint_id: str | None = None) -> None:
     drift's explanation."""
     if drift := thread_drift(thread, checkpoint_id):
         raise InvalidRequest("graph_version", drift.explain())
-
-
-def version_differs(graphs) -> Q:
-    """A ``Q`` on ``Thread``: the threads of ``graphs`` (names) whose recorded version is
-    not the one deployed now, or that have checkpoints and no version recorded: the
-    candidates for drift, in SQL. A graph no longer registered is left out (its threads
-    cannot be checked)."""
-    checkpoints = Checkpoint.objects.filter(thread_id=OuterRef("thread_id"), checkpoint_ns="")
-    differs = Q(pk__in=[])
-    for graph in graphs:
-        try:
-            digest = versions.structure(get_graph(graph)).digest
-        except UnknownGraph:
-            continue
-        # ``~Q`` across the join would take the threads with no version too.
-        recorded = Q(graph_version__isnull=False) & ~Q(graph_version__digest=digest)
-        unrecorded = Q(Exists(checkpoints), graph_version__isnull=True)
-        differs |= Q(graph=graph) & (recorded | unrecorded)
-    return differs
-
-
-def drifted_threads(queryset):
-    """The threads of ``queryset`` whose newest checkpoint does not fit the deployed graph
-    (``thread_drift``), as a queryset. Only threads whose recorded version differs from
-    their graph's deployed one are candidates (``version_differs``), and of those the
-    ``DRIFT_SCAN_LIMIT`` most recently updated are checked."""
-    deployed = {}
-    graphs = queryset.exclude(graph="").order_by().values_list("graph", flat=True).distinct()
-    for graph in graphs:
-        try:
-            deployed[graph] = versions.deployed_version(graph)
-        except UnknownGraph:
-            continue
-    checked = queryset.filter(version_differs(deployed)).select_related("graph_version")
-    checked = checked.order_by("-updated_at", "-pk")[:DRIFT_SCAN_LIMIT]
-    drifted = [t.pk for t in checked if _drift(t, None, deployed[t.graph])]
-    return queryset.filter(pk__in=drifted)
-
-
-def migration(thread: Thread, checkpoint_id: str | None = None) -> Migration | None:
-    """The fork that would bring the thread's newest checkpoint (or ``checkpoint_id``) to
-    the deployed graph, or ``None`` when it fits (``thread_drift``).
-
-    ``values``: each state key the schema no longer has is offered under a key the
-    schema added (one the checkpoint lacks and its own version did not have) whose schema
-    takes its value, the closest name first; a key nothing takes is dropped by the fork,
-    and said in ``notes``. ``as_node``: the first, of the nodes that led to a next task
-    that is gone (in the old version's edges), the nodes that wrote the checkpoint and
-    the deployed nodes in order, after which LangGraph would run something that exists
-    (``next_after_update``, nothing written); with no next task to keep, the writer."""
-    drift = thread_drift(thread, checkpoint_id)
-    if drift is None:
-        return None
-    saved = _saved(thread, drift.checkpoint_id)
-    deployed, own = drift.deployed, drift.written_by
-    values, renamed, notes = _mapped_values(saved, deployed, own)
-    for finding in drift.findings:
-        if finding.kind == "refused_value":
-            notes.append(f"Edit {finding.subject!r}: {finding.message}.")
-    as_node, then = _as_node(thread, saved, deployed, own, values or None)
-    if saved.next and not then:
-        notes.append("No node leads on from here in the deployed graph: choose as_node.")
-    return Migration(
-        checkpoint_id=saved.checkpoint_id,
-        version=deployed,
-        values=values,
-        as_node=as_node,
-        next=then,
-        renamed=renamed,
-        notes=tuple(notes),
-    )
-
-
-def _mapped_values(
-    saved: _Saved, deployed: GraphVersion, own: GraphVersion | None
-) -> tuple[dict, dict, list[str]]:
-    keys = set(deployed.state_keys)
-    own_keys = set(own.state_keys) if own else set()
-    removed = sorted(set(saved.values) - keys)
-    added = [k for k in deployed.state_keys if k not in saved.values and k not in own_keys]
-    properties = deployed.state_schema.get("properties", {})
-    values, renamed, notes = {}, {}, []
-    for old in removed:
-        takers = [k for k in added if k not in values]
-        takers = [k for k in takers if _value_error(saved.values[old], properties.get(k)) is None]
-        takers.sort(key=lambda k: -difflib.SequenceMatcher(None, old, k).ratio())
-        if takers:
-            values[takers[0]] = jsonable(saved.values[old])
-            renamed[old] = takers[0]
-        else:
-            notes.append(f"Key {old!r} has no place in the deployed schema: the fork drops it.")
-    return values, renamed, notes
-
-
-def _as_node(
-    thread: Thread,
-    saved: _Saved,
-    deployed: GraphVersion,
-    own: GraphVersion | None,
-    values: dict | None,
-) -> tuple[str | None, tuple[str, ...]]:
-    nodes = set(deployed.nodes)
-    gone = [n for n in saved.next if n not in nodes]
-    before = [s for s, t in (own.edges if own else []) if t in gone]
-    candidates = [*before, *saved.writers, *deployed.nodes]
-    candidates = [c for c in dict.fromkeys(candidates) if c in nodes]
-    if not saved.next:
-        return (candidates[0] if saved.writers and candidates else None), ()
-    if not candidates:
-        candidates = [INPUT] if values else []
-    for candidate in candidates:
-        try:
-            then = next_after_update(thread, saved.checkpoint_id, values, as_node=candidate)
-        except InvalidRequest:
-            continue
-        if then and all(n in nodes for n in then):
-            return candidate, tuple(then)
-    return None, ()
