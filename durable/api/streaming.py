@@ -10,7 +10,11 @@ shapes them (``langgraph_api/stream.py``, ``astream_state``):
   ``"node:task_id"`` parts joined by ``|``) when the stream asked for subgraphs;
 - ``messages-tuple``: each of LangGraph's ``messages`` chunks as ``event: messages``,
   data ``[message, metadata]`` (a token's ``AIMessageChunk`` and where it came from:
-  ``langgraph_node``, ``langgraph_step``...);
+  ``langgraph_node``, ``langgraph_step``...). A stream without subgraphs gets what
+  LangGraph's ``messages`` mode without subgraphs yields: the graph's own chunks and,
+  for a subgraph's reply, the whole message from the parent's node that ran it
+  (``durable.engine.parent_messages``), which a stream with subgraphs gets as the
+  subgraph's tokens instead;
 - ``messages``: the same chunks gathered per message id: ``messages/metadata``
   (``{id: {"metadata": ...}}``, once per message), then ``messages/partial`` with the
   message so far (the chunks added up), or ``messages/complete`` for a message that came
@@ -26,6 +30,7 @@ from typing import Any
 from langchain_core.messages import BaseMessageChunk, message_chunk_to_message, messages_from_dict
 
 from durable.engine.follow import Event
+from durable.engine.parent_messages import PARENT_MESSAGES
 from durable.values import jsonable
 
 # RunEvents shown as they are, under their own name.
@@ -51,17 +56,22 @@ class Shaper:
     def shape(self, event: Event) -> list[tuple[str, Any]]:
         """The ``(name, data)`` SSE events ``event`` gives this stream: none, one, or (a
         message's first chunk, in ``messages`` mode) two."""
-        if event.ns and not self.subgraphs:
+        name = event.event
+        if name == PARENT_MESSAGES:
+            if self.subgraphs:
+                return []
+            name = MESSAGES
+        elif event.ns and not self.subgraphs:
             return []
         suffix = f"|{event.ns}" if event.ns else ""
-        if event.event in AS_RECORDED:
-            return [(event.event + suffix, event.data)] if event.event in self.modes else []
-        if event.event == MESSAGES:
+        if name in AS_RECORDED:
+            return [(name + suffix, event.data)] if name in self.modes else []
+        if name == MESSAGES:
             shaped = [("messages" + suffix, event.data)] if "messages-tuple" in self.modes else []
             if "messages" in self.modes:
                 shaped += self._message(*event.data)
             return shaped
-        if event.event == EVENTS and EVENTS in self.modes:
+        if name == EVENTS and EVENTS in self.modes:
             return [(EVENTS, event.data)]
         return []
 
