@@ -19,7 +19,7 @@ from durable.redaction import redact
 KEEPALIVE = b": keepalive\n\n"
 
 
-def event(name: str | None, data: Any, id: int | None = None) -> bytes:
+def event(name: str | None, data: Any, id: int | str | None = None) -> bytes:
     """One server-sent event: ``id:`` (when given), ``event:`` (when given) and the
     ``data`` as one line of JSON, its sensitive values masked (``durable.redaction``)."""
     lines = []

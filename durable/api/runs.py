@@ -27,7 +27,7 @@ from durable.api.schemas import (
 )
 from durable.db import borrow
 from durable.engine import follow
-from durable.models import Run
+from durable.models import Run, Thread
 from durable.values import jsonable
 
 runs = Router(tags=["threads"])
@@ -125,7 +125,10 @@ async def wait_run(request, thread_id: ThreadId, body: RunCreate):
 def _stream_response(request, run: Run, modes: list[str], subgraphs: bool, after: int):
     """The run's events in the Agent Server's SSE format, from the shared event source."""
     query = urlencode([("stream_mode", m) for m in modes] + [("stream_subgraphs", subgraphs)])
-    response = sse.response(_sdk_events(run.pk, modes, subgraphs, after, run.stream_modes))
+    events = _sdk_events(
+        run.pk, modes, subgraphs, after, run.stream_modes, thread_ids=_thread_ids(run.thread)
+    )
+    response = sse.response(events)
     # Where the SDK reconnects (with Last-Event-ID) if the stream is cut: a path under the
     # API's root, as the Agent Server's, which both SDKs resolve against their base URL.
     path = _run_path(run).removeprefix(reverse("api:api-root").rstrip("/"))
@@ -133,17 +136,31 @@ def _stream_response(request, run: Run, modes: list[str], subgraphs: bool, after
     return _located(response, run)
 
 
+def _thread_ids(thread: Thread) -> tuple[str, str]:
+    """LangGraph's id for ``thread`` and its client's (``streaming.Shaper``)."""
+    return thread.thread_id, thread.name
+
+
 async def _sdk_events(
-    run_id: int, modes: list[str], subgraphs: bool, after: int, recorded: list[str] = ()
+    run_id: int,
+    modes: list[str],
+    subgraphs: bool,
+    after: int,
+    recorded: list[str] = (),
+    *,
+    thread_ids: tuple[str, str],
+    ids=None,
 ):
-    """``metadata`` first; then the recorded events of the wanted modes, shaped as the
-    Agent Server's (``durable.api.streaming``), each with ``id: seq``; when the run has
+    """``metadata`` first (unless ``ids`` is given); then the recorded events of the
+    wanted modes, shaped as the Agent Server's (``durable.api.streaming``, the thread
+    named by ``thread_ids``), each with ``id: seq``, or ``ids(seq)``; when the run has
     ended, ``error`` for a failed run, and, for a run that did not record ``values``
     after each super-step (``recorded``, its ``stream_modes``), ``values``: the
-    thread's values, with ``__interrupt__``."""
-    shaper = streaming.Shaper(modes, subgraphs)
-    if after == 0:
+    thread's values, with ``__interrupt__`` (with ``id: ids(None)`` if given)."""
+    shaper = streaming.Shaper(modes, subgraphs, thread_ids)
+    if after == 0 and ids is None:
         yield sse.event("metadata", {"run_id": str(run_id), "attempt": 1})
+    ids = ids or (lambda seq: seq)
     # A reconnect in ``messages`` mode reads the messages' earlier chunks again, to add
     # them up, and sends what came after its event.
     async for item in follow.follow(run_id, 0 if shaper.replays_messages else after):
@@ -151,7 +168,7 @@ async def _sdk_events(
             shaped = shaper.shape(item)
             if item.seq > after:
                 for i, (name, data) in enumerate(shaped, 1):
-                    yield sse.event(name, data, id=item.seq if i == len(shaped) else None)
+                    yield sse.event(name, data, id=ids(item.seq) if i == len(shaped) else None)
         elif isinstance(item, follow.Keepalive):
             yield sse.KEEPALIVE
         else:
@@ -160,9 +177,9 @@ async def _sdk_events(
             wanted = "values" in modes and "values" not in recorded
             output = await borrow(_output, run_id, wanted)
             if "__error__" in output:
-                yield sse.event("error", output["__error__"])
+                yield sse.event("error", output["__error__"], id=ids(None))
             elif wanted:
-                yield sse.event("values", output)
+                yield sse.event("values", output, id=ids(None))
 
 
 def _cancel_on_disconnect(request, response: HttpResponse, run: Run) -> HttpResponse:

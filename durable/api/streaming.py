@@ -10,13 +10,22 @@ shapes them (``langgraph_api/stream.py``, ``astream_state``):
   ``"node:task_id"`` parts joined by ``|``) when the stream asked for subgraphs;
 - ``messages-tuple``: each of LangGraph's ``messages`` chunks as ``event: messages``,
   data ``[message, metadata]`` (a token's ``AIMessageChunk`` and where it came from:
-  ``langgraph_node``, ``langgraph_step``...);
+  ``langgraph_node``, ``langgraph_step``...). A stream without subgraphs gets what
+  LangGraph's ``messages`` mode without subgraphs yields: the graph's own chunks and,
+  for a subgraph's reply, the whole message from the parent's node that ran it
+  (``durable.engine.parent_messages``), which a stream with subgraphs gets as the
+  subgraph's tokens instead;
 - ``messages``: the same chunks gathered per message id: ``messages/metadata``
   (``{id: {"metadata": ...}}``, once per message), then ``messages/partial`` with the
   message so far (the chunks added up), or ``messages/complete`` for a message that came
   whole; data ``[message]``, never suffixed with a subgraph;
 - ``events``: each ``astream_events`` v2 record (``on_chain_start``...) as
   ``event: events``.
+
+LangGraph names the thread by its ``configurable.thread_id``, which is ours (a thread's
+``Thread.thread_id``), not the id its client knows (``Thread.name``): a ``thread_id``
+with our id in a chunk's metadata or config (``messages``, ``debug``, ``checkpoints``,
+``events``) is sent as the client's.
 """
 
 from __future__ import annotations
@@ -26,12 +35,15 @@ from typing import Any
 from langchain_core.messages import BaseMessageChunk, message_chunk_to_message, messages_from_dict
 
 from durable.engine.follow import Event
+from durable.engine.parent_messages import PARENT_MESSAGES
 from durable.values import jsonable
 
 # RunEvents shown as they are, under their own name.
 AS_RECORDED = ("values", "updates", "custom", "tasks", "debug", "checkpoints")
 # The RunEvent that records LangGraph's messages chunks, and that of astream_events.
 MESSAGES, EVENTS = "messages", "events"
+# The RunEvents whose chunks carry LangGraph's thread id: in metadata, or in configs.
+NAMING_THE_THREAD = (MESSAGES, "debug", "checkpoints", EVENTS)
 
 
 class Shaper:
@@ -39,9 +51,14 @@ class Shaper:
     ``messages`` stream adds up each message's chunks, so it must see a run's messages
     from its first, even when it sends only those after a reconnect's event."""
 
-    def __init__(self, modes: list[str], subgraphs: bool):
+    def __init__(self, modes: list[str], subgraphs: bool, thread_ids: tuple[str, str] = ("", "")):
+        """``thread_ids``: the thread's ``(thread_id, name)``, LangGraph's id for it and
+        the client's."""
         self.modes = set(modes)
         self.subgraphs = subgraphs
+        self._ours, self._theirs = thread_ids
+        if self._ours == self._theirs:
+            self._ours = ""  # nothing to rename
         self._messages: dict[str, Any] = {}  # message id -> the message so far
 
     @property
@@ -51,19 +68,39 @@ class Shaper:
     def shape(self, event: Event) -> list[tuple[str, Any]]:
         """The ``(name, data)`` SSE events ``event`` gives this stream: none, one, or (a
         message's first chunk, in ``messages`` mode) two."""
-        if event.ns and not self.subgraphs:
+        name = event.event
+        if name == PARENT_MESSAGES:
+            if self.subgraphs:
+                return []
+            name = MESSAGES
+        elif event.ns and not self.subgraphs:
             return []
         suffix = f"|{event.ns}" if event.ns else ""
-        if event.event in AS_RECORDED:
-            return [(event.event + suffix, event.data)] if event.event in self.modes else []
-        if event.event == MESSAGES:
-            shaped = [("messages" + suffix, event.data)] if "messages-tuple" in self.modes else []
+        data = event.data
+        if name in NAMING_THE_THREAD and self._ours:
+            data = self._renamed(data)
+        if name in AS_RECORDED:
+            return [(name + suffix, data)] if name in self.modes else []
+        if name == MESSAGES:
+            shaped = [("messages" + suffix, data)] if "messages-tuple" in self.modes else []
             if "messages" in self.modes:
-                shaped += self._message(*event.data)
+                shaped += self._message(*data)
             return shaped
-        if event.event == EVENTS and EVENTS in self.modes:
-            return [(EVENTS, event.data)]
+        if name == EVENTS and EVENTS in self.modes:
+            return [(EVENTS, data)]
         return []
+
+    def _renamed(self, data: Any) -> Any:
+        """``data`` with each ``thread_id`` that is ours the client's; a copy where it
+        changes (the event is shared by every stream of the run)."""
+        if isinstance(data, dict):
+            return {
+                k: self._theirs if k == "thread_id" and v == self._ours else self._renamed(v)
+                for k, v in data.items()
+            }
+        if isinstance(data, list):
+            return [self._renamed(v) for v in data]
+        return data
 
     def _message(self, data: Any, metadata: Any) -> list[tuple[str, Any]]:
         try:

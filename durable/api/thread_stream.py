@@ -2,18 +2,26 @@
 the Agent Server's thread stream carries them: each run's events as its own stream
 sends them (``runs._sdk_events``: ``metadata`` first, then its modes' events), then a
 ``metadata`` event whose ``status`` is ``run_done``; the stream stays open for the next
-run until the client leaves."""
+run until the client leaves.
+
+Every event has an id, ``<run id>-<n>``: the shape of the Agent Server's (a Redis stream
+id, ``<ms>-<seq>``), which sort as the events came. ``n`` is 0 for the run's first
+``metadata``, a recorded event's ``seq``, ``OUTPUT`` for what is sent once the run has
+ended (its ``error``, or the thread's values) and ``DONE`` for its ``run_done``. A client
+that sends one back as ``Last-Event-ID`` gets what came after it.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import re
 
 from ninja import Query, Router, Schema
 
 from durable import sse
 from durable.api import access, answers
 from durable.api.errors import ApiError
-from durable.api.runs import _output, _sdk_events
+from durable.api.runs import _output, _sdk_events, _thread_ids
 from durable.api.schemas import STREAM_MODES, ThreadId
 from durable.db import borrow
 from durable.engine import follow
@@ -24,6 +32,9 @@ thread_stream = Router(tags=["threads"])
 THREAD_STREAM_MODES = ("run_modes", "lifecycle", "state_update")
 # How often the stream looks for the thread's next run while none is active.
 NEXT_RUN_POLL_SECONDS = 0.5
+# The ``n`` of a run's events sent after every recorded one (a seq never gets this high).
+OUTPUT, DONE = 2**31 - 2, 2**31 - 1
+EVENT_ID = re.compile(r"(\d+)-(\d+)")
 
 
 class ThreadStreamQuery(Schema):
@@ -44,16 +55,31 @@ def _modes(query: ThreadStreamQuery) -> set[str]:
     return modes or {"run_modes"}
 
 
-def _start_after(thread: Thread, from_start: bool) -> int:
-    """The pk after which runs are streamed: every run with ``from_start``, else the
-    active ones and those to come."""
-    if from_start:
-        return 0
+def _start_after(thread: Thread) -> int:
+    """The pk after which runs are streamed when the client names no event: the active
+    ones and those to come."""
     active = thread.runs.filter(status__in=Run.ACTIVE).order_by("pk").first()
     if active is not None:
         return active.pk - 1
     latest = thread.runs.order_by("-pk").values_list("pk", flat=True).first()
     return latest or 0
+
+
+def _resumed_at(request) -> tuple[int, int] | None:
+    """``(run id, n)`` of the ``Last-Event-ID`` header's event (``-``: before the first
+    run's first event), or ``None`` without one. 422 for one of another shape."""
+    value = request.headers.get("Last-Event-ID")
+    if not value:
+        return None
+    if value == "-":
+        return 0, DONE
+    if (found := EVENT_ID.fullmatch(value)) is None:
+        raise ApiError(
+            422,
+            f"Last-Event-ID must be an event id of this stream (<run id>-<n>) or -, not {value!r}.",
+            "Last-Event-ID",
+        )
+    return int(found[1]), int(found[2])
 
 
 def _next_run(thread_pk: int, after: int) -> tuple[bool, Run | None]:
@@ -69,10 +95,13 @@ def _run_modes(run: Run) -> list[str]:
     return asked or list(STREAM_MODES)
 
 
-async def _thread_events(thread_pk: int, modes: set[str], after: int):
+async def _thread_events(thread: Thread, modes: set[str], after: int, had: int = DONE):
+    """The runs of ``thread`` after pk ``after`` (or, with ``had`` below ``DONE``, from
+    run ``after`` on, whose events up to ``n == had`` the client has), run after run."""
     waited = 0.0
+    thread_pk = thread.pk
     while True:
-        exists, run = await borrow(_next_run, thread_pk, after)
+        exists, run = await borrow(_next_run, thread_pk, after if had == DONE else after - 1)
         if not exists:
             return
         if run is None:
@@ -83,16 +112,39 @@ async def _thread_events(thread_pk: int, modes: set[str], after: int):
                 yield sse.KEEPALIVE
             continue
         waited = 0.0
+        if run.pk != after:  # not the run the client was in: all of it
+            had = -1
         after = run.pk
-        if "run_modes" in modes:
-            async for chunk in _sdk_events(run.pk, _run_modes(run), True, 0):
-                yield chunk
-        else:
-            yield sse.event("metadata", {"run_id": str(run.pk), "attempt": 1})
-            status = await follow.wait_until_final(run.pk)
-            if "state_update" in modes and status is not None:
-                yield sse.event("values", await borrow(_output, run.pk))
-        yield sse.event("metadata", {"run_id": str(run.pk), "status": "run_done"})
+        async for chunk in _run_events(thread, run, modes, had):
+            yield chunk
+        had = DONE
+
+
+async def _run_events(thread: Thread, run: Run, modes: set[str], had: int):
+    """One run's events after ``n == had`` (-1: all of them)."""
+
+    def ids(n: int | None) -> str:
+        return f"{run.pk}-{OUTPUT if n is None else n}"
+
+    if had < 0:
+        yield sse.event("metadata", {"run_id": str(run.pk), "attempt": 1}, id=ids(0))
+    if had < OUTPUT and "run_modes" in modes:
+        events = _sdk_events(
+            run.pk,
+            _run_modes(run),
+            True,
+            max(had, 0),
+            run.stream_modes,
+            thread_ids=_thread_ids(thread),
+            ids=ids,
+        )
+        async for chunk in events:
+            yield chunk
+    else:
+        status = await follow.wait_until_final(run.pk)
+        if had < OUTPUT and "state_update" in modes and status is not None:
+            yield sse.event("values", await borrow(_output, run.pk), id=ids(None))
+    yield sse.event("metadata", {"run_id": str(run.pk), "status": "run_done"}, id=ids(DONE))
 
 
 @thread_stream.get(
@@ -102,13 +154,16 @@ async def _thread_events(thread_pk: int, modes: set[str], after: int):
 )
 async def join_thread_stream(request, thread_id: ThreadId, query: Query[ThreadStreamQuery]):
     """The thread's runs' events as server-sent events, run after run, from its active
-    run on (or, with ``Last-Event-ID: -``, from its first run), until the client
-    closes the stream. ``stream_mode`` (repeatable): ``run_modes`` (the default: each
-    run's events in the modes it was asked for, then ``metadata`` with ``status``
-    ``run_done``), ``lifecycle`` (only each run's first ``metadata`` and its
-    ``run_done``), ``state_update`` (the thread's values after each run)."""
+    run on (or, with ``Last-Event-ID: -``, from its first run; with an event's id, from
+    the event after it), until the client closes the stream. ``stream_mode``
+    (repeatable): ``run_modes`` (the default: each run's events in the modes it was
+    asked for, then ``metadata`` with ``status`` ``run_done``), ``lifecycle`` (only
+    each run's first ``metadata`` and its ``run_done``), ``state_update`` (the
+    thread's values after each run). 422 for a ``Last-Event-ID`` of another shape."""
     modes = _modes(query)
+    resumed = _resumed_at(request)
     thread = await borrow(access.thread, request, thread_id)
-    from_start = request.headers.get("Last-Event-ID") == "-"
-    after = await borrow(_start_after, thread, from_start)
-    return sse.response(_thread_events(thread.pk, modes, after))
+    if resumed is None:
+        after = await borrow(_start_after, thread)
+        return sse.response(_thread_events(thread, modes, after))
+    return sse.response(_thread_events(thread, modes, *resumed))

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from durable.engine import records
 from durable.engine.checks import langgraph_mode
+from durable.engine.parent_messages import PARENT_MESSAGES
 from durable.models import Run
 from durable.values import json_text
 
@@ -42,6 +43,8 @@ class EventBuffer:
         # The RunEvent names of the modes asked for (LangGraph names messages-tuple
         # chunks "messages"), and those this attempt has had chunks of.
         self._asked = {langgraph_mode(m) for m in run.stream_modes}
+        if "messages" in self._asked:  # the first message of a stream without subgraphs
+            self._asked.add(PARENT_MESSAGES)
         self._modes: set[str] = set()
         self._first_waiting = False  # a mode's first chunk is buffered
         self._lock = threading.Lock()  # the buffer

@@ -34,6 +34,7 @@ from durable.engine import policy, queue, records, requests, versions, webhooks
 from durable.engine.buffer import EventBuffer
 from durable.engine.checks import langgraph_mode
 from durable.engine.lease import LOST, Lease
+from durable.engine.parent_messages import PARENT_MESSAGES, ParentView
 from durable.engine.state import config_for
 from durable.graphs import get_graph, thread_graph
 from durable.history import newest_checkpoint_id, root_checkpoints
@@ -128,6 +129,7 @@ class _Execution:
         self.at_breakpoint = False  # the last stream stopped at interrupt_before/after
         self._task_rank: dict[str, tuple] = {}  # root task id -> its place in its step
         self._interrupt_rank: dict[str, tuple] = {}  # interrupt id -> its task's place
+        self.parent_view: ParentView | None = None  # for streams without subgraphs
 
     def execute(self) -> str:
         run = self.run
@@ -261,14 +263,20 @@ class _Execution:
         self.at_breakpoint = False
         self._task_rank.clear()
         self._interrupt_rank.clear()
-        if EVENTS in self.run.stream_modes:
-            async_to_sync(self._astream_events)(payload, config, options)
-            return
-        if _has_timeouts(self.registered):
-            async_to_sync(self._astream)(payload, config, options)
-            return
-        for namespace, mode, chunk in self.graph.stream(payload, config, **options):
-            self._on_chunk(namespace, mode, chunk)
+        if "messages" in options["stream_mode"]:
+            # What a client streaming without subgraphs gets that this stream does not.
+            self.parent_view = ParentView()
+            config["callbacks"] = self.parent_view.callbacks
+        try:
+            if EVENTS in self.run.stream_modes:
+                async_to_sync(self._astream_events)(payload, config, options)
+            elif _has_timeouts(self.registered):
+                async_to_sync(self._astream)(payload, config, options)
+            else:
+                for namespace, mode, chunk in self.graph.stream(payload, config, **options):
+                    self._on_chunk(namespace, mode, chunk)
+        finally:
+            self._record_parent_view()
 
     async def _astream(self, payload: Any, config: dict, options: dict) -> None:
         # Chunks are handled back on this worker's thread (asgiref's thread-sensitive
@@ -298,9 +306,17 @@ class _Execution:
             self._record(EVENTS, record, "")
 
     def _on_chunk(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
+        self._record_parent_view()
         if not namespace:
             self._note(mode, chunk)
         self._record(mode, chunk, "|".join(namespace))
+
+    def _record_parent_view(self) -> None:
+        """Record what the parent's view found (``durable.engine.parent_messages``)
+        before the chunk that follows it."""
+        if self.parent_view is not None:
+            for found in self.parent_view.take():
+                self._record(PARENT_MESSAGES, found, "")
 
     def _record(self, event: str, data: Any, ns: str) -> None:
         """Buffer a RunEvent, writing the buffer when it is due and renewing the lease."""

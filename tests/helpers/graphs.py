@@ -31,6 +31,7 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 from tests.helpers.drift_graphs import GRAPHS as DRIFT_GRAPHS
+from tests.helpers.stream_graphs import GRAPHS as STREAM_GRAPHS
 
 GRAPHS = {
     "probe": "tests.helpers.graphs.build_probe",
@@ -42,6 +43,7 @@ GRAPHS = {
     "steady": "tests.helpers.divergence_graphs.build_steady",
     "redaction": "tests.helpers.redaction_graphs.build_redaction",
     "logged": "tests.helpers.log_graphs.build_logged",
+    **STREAM_GRAPHS,
 }
 
 # How long ``slow`` waits for its release at most: far longer than any test needs.
