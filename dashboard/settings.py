@@ -1,6 +1,10 @@
 """Settings for the console and its workers.
 
-Everything that differs between machines comes from the environment:
+Everything that differs between machines comes from the environment, read here and
+nowhere else, by ``environs`` (``env`` below): a value it cannot parse stops the start
+with an error naming the variable. One convention for the yes/no ones: ``1`` or ``0``
+(``true``/``false``, ``yes``/``no`` and ``on``/``off`` are read the same way; an empty or
+other value is refused). Lists are comma separated.
 
 - ``DATABASE_URL``: default ``sqlite:///var/db.sqlite3`` (embedded); e.g.
   ``postgres://postgres@127.0.0.1:5432/durable`` for PostgreSQL.
@@ -9,55 +13,50 @@ Everything that differs between machines comes from the environment:
   ``redis://127.0.0.1:6379/0``.
 - ``DJANGO_SECRET_KEY``: required when ``DJANGO_DEBUG`` is off.
 - ``DJANGO_DEBUG``: ``1`` (default) or ``0``.
-- ``DJANGO_ALLOWED_HOSTS``: comma separated; default ``127.0.0.1,localhost``.
-- ``DURABLE_ENCRYPTION_KEY``: encrypt stored values with AES (16, 24 or 32 characters).
-- ``DURABLE_SERDE_ALLOWLIST``: comma-separated dotted class names stored state may hold
-  beyond the registered graphs' own types.
-- ``DURABLE_REDACT_PATHS`` and ``DURABLE_REDACT_KEYS``: comma-separated state paths and
-  key-name patterns whose values are masked wherever values leave the server
-  (``durable.redaction``); keys default to ``password,secret,token,api_key,authorization``.
-- ``DURABLE_EXTRA_GRAPHS``: more graphs to register, ``name=dotted.path,...``.
-- ``DURABLE_DB_POOL_SIZE`` (default 8) and ``DURABLE_DB_POOL_MAX_IDLE_SECONDS`` (60): each
-  process's PostgreSQL connection pool.
-- ``DURABLE_CORS_ALLOWED_ORIGINS``: comma-separated origins whose browser pages may call
-  the API (``/api/``); default ``http://localhost:3000,http://127.0.0.1:3000``.
-- ``DURABLE_WEBHOOK_ALLOWED_HOSTS``: comma-separated host names a run's ``webhook`` may
-  post to; default none.
-- ``DURABLE_LOG_FORMAT``: ``json`` (default: one JSON object a line, for a log collector)
-  or ``text`` (plain lines, as ``make run`` sets), for the web process and the workers.
-- ``DURABLE_METRICS_TOKEN``: the bearer token Prometheus sends to scrape ``/metrics``;
-  unset, only loopback clients may scrape.
-- ``DURABLE_VAR_DIR``: where the SQLite files and the app's own files live; default ``var/``.
-- The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
-  ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
-  ``DURABLE_STOP_GRACE_SECONDS``, ``DURABLE_RUN_TIMEOUT_SECONDS`` and
-  ``DURABLE_RETENTION_INTERVAL_SECONDS``, ``DURABLE_CRON_GRACE_SECONDS``;
-  ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``1``: run
-  records wait for the WAL flush); ``DURABLE_REAPER_ENABLED`` (``0``: recovery off, for a
-  fault drill to show failing). What each means, and its default when unset:
-  ``durable.conf``.
+- ``DJANGO_ALLOWED_HOSTS``: default ``127.0.0.1,localhost``.
+- ``DURABLE_EXTRA_GRAPHS``: more graphs to register, ``name=dotted.path,...``, beside
+  the examples of ``DURABLE_GRAPHS``.
+- Every ``DURABLE_*`` setting of the app under its own name (``DURABLE_ENCRYPTION_KEY``,
+  ``DURABLE_RUN_LEASE_SECONDS``, ``DURABLE_REAPER_ENABLED``, ``DURABLE_LOG_FORMAT``...):
+  what each means, and its default when unset, is in ``durable.conf``, the one list.
 """
 
-import os
 from pathlib import Path
 
-import dj_database_url
 from corsheaders.defaults import default_headers as cors_default_headers
 from csp.constants import NONE, SELF
+from environs import Env
 
 from durable import conf
 from durable.tasknames import RETENTION_TASK
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+# The one reader of the environment. No .env file is read: the environment is the whole
+# configuration, as the Makefile, .ci/ and the tests' processes pass it.
+env = Env()
+
+
+def _durable(parse, name: str):
+    """The app's setting ``name`` from the environment, parsed by ``parse`` (an ``env``
+    method), else its default (``durable.conf``)."""
+    return parse(name, conf.default(name))
+
+
+def _items(name: str, default=()) -> list[str]:
+    """A comma-separated variable's items, stripped, empty ones left out."""
+    return [item.strip() for item in env.list(name, list(default)) if item.strip()]
+
+
 # The app's files (durable.conf) and the project's: SQLite databases, static files, logs.
-DURABLE_VAR_DIR = VAR_DIR = Path(os.environ.get("DURABLE_VAR_DIR", BASE_DIR / "var"))
+DURABLE_VAR_DIR = VAR_DIR = env.path("DURABLE_VAR_DIR", BASE_DIR / "var")
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or ("insecure-dev-only-key" if DEBUG else None)
+DEBUG = env.bool("DJANGO_DEBUG", True)
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", "") or ("insecure-dev-only-key" if DEBUG else None)
 if not SECRET_KEY:
     raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0")
-ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -100,13 +99,9 @@ MIDDLEWARE = [
 # (comma-separated; by default the local ports Agent Chat UI and agent-inbox serve on) may
 # call it from a browser with the API's token header. No cookies cross: the API
 # authenticates by header only, so credentials stay off.
-CORS_ALLOWED_ORIGINS = [
-    origin.strip()
-    for origin in os.environ.get(
-        "DURABLE_CORS_ALLOWED_ORIGINS", "http://localhost:3000,http://127.0.0.1:3000"
-    ).split(",")
-    if origin.strip()
-]
+DURABLE_CORS_ALLOWED_ORIGINS = CORS_ALLOWED_ORIGINS = _items(
+    "DURABLE_CORS_ALLOWED_ORIGINS", conf.default("DURABLE_CORS_ALLOWED_ORIGINS")
+)
 CORS_URLS_REGEX = r"^/api/.*$"
 CORS_ALLOW_HEADERS = (*cors_default_headers, "x-api-key")
 # The SDKs read a new run's ids from Content-Location, and a resumable stream's from Location.
@@ -133,14 +128,14 @@ TEMPLATES = [
 ]
 
 
-DB_POOL_SIZE = int(os.environ.get("DURABLE_DB_POOL_SIZE", "8"))
+DURABLE_DB_POOL_SIZE = _durable(env.int, "DURABLE_DB_POOL_SIZE")
 # Seconds a pooled connection may stay unused before the pool closes it (one at a time):
 # workers keep their pool between runs (dashboard.celery), and give it back this way.
-DB_POOL_MAX_IDLE = float(os.environ.get("DURABLE_DB_POOL_MAX_IDLE_SECONDS", "60"))
+DURABLE_DB_POOL_MAX_IDLE_SECONDS = _durable(env.float, "DURABLE_DB_POOL_MAX_IDLE_SECONDS")
 
 
-def _database(url: str) -> dict:
-    db = dj_database_url.parse(url)
+def _database(db: dict) -> dict:
+    """``db``, a database parsed from its URL, with this project's options for its engine."""
     if db["ENGINE"] == "django.db.backends.sqlite3":
         # The web server and the worker write the same file: WAL lets readers run beside
         # a writer, IMMEDIATE takes the write lock up front (no deadlocked lock upgrades),
@@ -158,9 +153,9 @@ def _database(url: str) -> dict:
         db["OPTIONS"] = {
             "pool": {
                 "min_size": 0,
-                "max_size": DB_POOL_SIZE,
+                "max_size": DURABLE_DB_POOL_SIZE,
                 "timeout": 30,
-                "max_idle": DB_POOL_MAX_IDLE,
+                "max_idle": DURABLE_DB_POOL_MAX_IDLE_SECONDS,
             },
             # psycopg's default, which Django turns off: the saver's and the store's
             # server-binding statements are prepared after five runs on a connection.
@@ -170,7 +165,7 @@ def _database(url: str) -> dict:
 
 
 DATABASES = {
-    "default": _database(os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"))
+    "default": _database(env.dj_db_url("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"))
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -191,7 +186,7 @@ STATIC_ROOT = VAR_DIR / "static"
 # real broker in a separate worker process with no service to install. Messages are rows
 # written in one transaction, so a reader never sees half a message (unlike kombu's
 # filesystem transport, kombu#1551).
-CELERY_BROKER_URL = os.environ.get(
+CELERY_BROKER_URL = env.str(
     "CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}"
 )
 CELERY_TASK_SERIALIZER = "json"
@@ -219,12 +214,6 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     }
 
 
-def _seconds(name: str) -> float | None:
-    """Setting ``name`` from the environment, else its default (``durable.conf``)."""
-    value = os.environ.get(name, "")
-    return float(value) if value else conf.default(name)
-
-
 # The run engine (durable.engine). A running run holds a lease of DURABLE_RUN_LEASE_SECONDS
 # that its worker renews every DURABLE_HEARTBEAT_SECONDS; the reaper, which every worker
 # runs every DURABLE_REAPER_INTERVAL_SECONDS (durable.engine.tasks; no Celery beat needed),
@@ -233,19 +222,21 @@ def _seconds(name: str) -> float | None:
 # A run asked to stop that has not reached a super-step boundary within
 # DURABLE_STOP_GRACE_SECONDS is stopped hard (its pool process is killed).
 # DURABLE_RUN_TIMEOUT_SECONDS bounds a run's wall time (status "timeout"); unset, no limit.
-DURABLE_RUN_LEASE_SECONDS = _seconds("DURABLE_RUN_LEASE_SECONDS")
-DURABLE_HEARTBEAT_SECONDS = _seconds("DURABLE_HEARTBEAT_SECONDS")  # None: a third of the lease
-DURABLE_REAPER_INTERVAL_SECONDS = _seconds("DURABLE_REAPER_INTERVAL_SECONDS")
+DURABLE_RUN_LEASE_SECONDS = _durable(env.float, "DURABLE_RUN_LEASE_SECONDS")
+DURABLE_HEARTBEAT_SECONDS = _durable(
+    env.float, "DURABLE_HEARTBEAT_SECONDS"
+)  # None: a third of the lease
+DURABLE_REAPER_INTERVAL_SECONDS = _durable(env.float, "DURABLE_REAPER_INTERVAL_SECONDS")
 # "0" switches recovery off (no reaper): only to show what a drill reports without it.
-DURABLE_REAPER_ENABLED = os.environ.get("DURABLE_REAPER_ENABLED", "1") != "0"
-DURABLE_STOP_GRACE_SECONDS = _seconds("DURABLE_STOP_GRACE_SECONDS")
-DURABLE_RUN_TIMEOUT_SECONDS = _seconds("DURABLE_RUN_TIMEOUT_SECONDS")
+DURABLE_REAPER_ENABLED = _durable(env.bool, "DURABLE_REAPER_ENABLED")
+DURABLE_STOP_GRACE_SECONDS = _durable(env.float, "DURABLE_STOP_GRACE_SECONDS")
+DURABLE_RUN_TIMEOUT_SECONDS = _durable(env.float, "DURABLE_RUN_TIMEOUT_SECONDS")
 # On PostgreSQL the worker's own records (a run's claim, its events, its outcome) commit
 # without waiting for the WAL flush (durable.engine.records); 1 makes them wait, as checkpoints do.
-DURABLE_RUN_SYNCHRONOUS_COMMIT = os.environ.get("DURABLE_RUN_SYNCHRONOUS_COMMIT", "0") == "1"
-DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS")
-DURABLE_CRON_GRACE_SECONDS = _seconds("DURABLE_CRON_GRACE_SECONDS")
-DURABLE_METRICS_TOKEN = os.environ.get("DURABLE_METRICS_TOKEN", "")
+DURABLE_RUN_SYNCHRONOUS_COMMIT = _durable(env.bool, "DURABLE_RUN_SYNCHRONOUS_COMMIT")
+DURABLE_RETENTION_INTERVAL_SECONDS = _durable(env.float, "DURABLE_RETENTION_INTERVAL_SECONDS")
+DURABLE_CRON_GRACE_SECONDS = _durable(env.float, "DURABLE_CRON_GRACE_SECONDS")
+DURABLE_METRICS_TOKEN = _durable(env.str, "DURABLE_METRICS_TOKEN")
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
 # retention sweep (durable.retention): the policies, then the store's TTL sweep. Several
@@ -277,40 +268,29 @@ DURABLE_GRAPHS = {
 }
 # More graphs from the environment, "name=dotted.path,name=dotted.path": the tests
 # register theirs this way, in their own process and in the workers they start.
-DURABLE_GRAPHS.update(
-    item.split("=", 1) for item in os.environ.get("DURABLE_EXTRA_GRAPHS", "").split(",") if item
-)
+DURABLE_GRAPHS.update(item.split("=", 1) for item in _items("DURABLE_EXTRA_GRAPHS"))
 
 # Encryption at rest for checkpoints and store values (durable.persistence.serde): 16, 24 or 32
 # characters, from the environment only. Metadata stays plain JSON.
-DURABLE_ENCRYPTION_KEY = os.environ.get("DURABLE_ENCRYPTION_KEY", "")
+DURABLE_ENCRYPTION_KEY = _durable(env.str, "DURABLE_ENCRYPTION_KEY")
 # More classes a stored payload may revive, as dotted paths ("package.module.Class").
-DURABLE_SERDE_ALLOWLIST = [
-    name for name in os.environ.get("DURABLE_SERDE_ALLOWLIST", "").split(",") if name
-]
+DURABLE_SERDE_ALLOWLIST = _items("DURABLE_SERDE_ALLOWLIST")
 
 # Sensitive values, masked in every page, API answer, stream, audit export and worker log
 # (durable.redaction); the stored data stays as it is (encrypted when the key above is set).
-DURABLE_REDACT_PATHS = [
-    path.strip() for path in os.environ.get("DURABLE_REDACT_PATHS", "").split(",") if path.strip()
-]
-if "DURABLE_REDACT_KEYS" in os.environ:
-    DURABLE_REDACT_KEYS = [
-        key.strip() for key in os.environ["DURABLE_REDACT_KEYS"].split(",") if key.strip()
-    ]
+DURABLE_REDACT_PATHS = _items("DURABLE_REDACT_PATHS")
+# Set and empty, nothing is masked by its key's name.
+DURABLE_REDACT_KEYS = _items("DURABLE_REDACT_KEYS", conf.default("DURABLE_REDACT_KEYS"))
 
 # The hosts runs may post their outcome to (a run request's webhook): none unless named.
-DURABLE_WEBHOOK_ALLOWED_HOSTS = [
-    host.strip()
-    for host in os.environ.get("DURABLE_WEBHOOK_ALLOWED_HOSTS", "").split(",")
-    if host.strip()
-]
+DURABLE_WEBHOOK_ALLOWED_HOSTS = _items("DURABLE_WEBHOOK_ALLOWED_HOSTS")
 
 # Logs, the web process's here and the workers' (dashboard/celery.py): DURABLE_LOG_FORMAT
 # lines on standard error, each stamped with the run it is about (durable.logcontext) and
 # sensitive values masked (durable.redaction). Django's own loggers and uvicorn's write
 # through the same handler.
-DURABLE_LOG_FORMAT = os.environ.get("DURABLE_LOG_FORMAT", "json")
+# An unknown kind is refused by durable.logcontext.formatter, naming the variable.
+DURABLE_LOG_FORMAT = _durable(env.str, "DURABLE_LOG_FORMAT")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -359,6 +339,10 @@ SECURE_REFERRER_POLICY = "same-origin"
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
 SESSION_COOKIE_HTTPONLY = True
+
+# The first admin, made by `manage.py bootstrap` on a fresh database.
+DURABLE_ADMIN_USERNAME = _durable(env.str, "DURABLE_ADMIN_USERNAME")
+DURABLE_ADMIN_PASSWORD = _durable(env.str, "DURABLE_ADMIN_PASSWORD")
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "threads"

@@ -3,7 +3,9 @@
 A value is read from ``django.conf.settings`` each time code asks for it
 (``conf.DURABLE_RUN_LEASE_SECONDS``), never at import: a test that changes a setting, or
 a process that configures Django late, is seen at the next read. A project sets only what
-it changes (``dashboard/settings.py`` reads them from the environment).
+it changes. ``dashboard/settings.py`` reads each from the environment variable of the same
+name (the one place the environment is read): yes/no ones as ``1`` or ``0``, lists comma
+separated, seconds as numbers; unset, the default below.
 
 Settings (seconds unless said otherwise):
 
@@ -55,6 +57,23 @@ Settings (seconds unless said otherwise):
   token, and only loopback clients (127.0.0.1, ::1) not behind a proxy may scrape.
 - ``DURABLE_VAR_DIR`` (``var`` in the working directory; a ``pathlib.Path``): where the
   app writes files of its own (the first admin's password: ``manage.py bootstrap``).
+- ``DURABLE_ADMIN_USERNAME`` (``admin``): the first admin ``manage.py bootstrap`` makes
+  on a fresh database.
+- ``DURABLE_ADMIN_PASSWORD`` (``""``: a random one, written to
+  ``<DURABLE_VAR_DIR>/admin-password`` and printed once): that admin's password.
+- ``DURABLE_LOG_FORMAT`` (``json``: one JSON object a line, for a log collector): or
+  ``text``, plain lines (what ``make run`` sets), for the web process and the workers
+  (``durable.logcontext``).
+- ``DURABLE_CORS_ALLOWED_ORIGINS`` (``http://localhost:3000``, ``http://127.0.0.1:3000``,
+  where Agent Chat UI and agent-inbox serve): the origins whose browser pages may call
+  the API (``/api/``) with its token header; the project hands them to django-cors-headers.
+- ``DURABLE_DB_POOL_SIZE`` (8): the most PostgreSQL connections each process's pool
+  holds open; the project puts it in ``DATABASES`` (psycopg's pool).
+- ``DURABLE_DB_POOL_MAX_IDLE_SECONDS`` (60): how long a pooled connection may stay unused
+  before the pool closes it (workers keep their pool between runs).
+
+Read from the environment by the project only, not a setting of the app:
+``DURABLE_EXTRA_GRAPHS`` (``name=dotted.path,...``), added to ``DURABLE_GRAPHS``.
 """
 
 from __future__ import annotations
@@ -86,6 +105,12 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_WEBHOOK_ALLOWED_HOSTS": (),
     "DURABLE_METRICS_TOKEN": "",
     "DURABLE_VAR_DIR": Path("var"),
+    "DURABLE_ADMIN_USERNAME": "admin",
+    "DURABLE_ADMIN_PASSWORD": "",
+    "DURABLE_LOG_FORMAT": "json",
+    "DURABLE_CORS_ALLOWED_ORIGINS": ("http://localhost:3000", "http://127.0.0.1:3000"),
+    "DURABLE_DB_POOL_SIZE": 8,
+    "DURABLE_DB_POOL_MAX_IDLE_SECONDS": 60.0,
 }
 
 

@@ -2,13 +2,19 @@
 one, not a queued one), an answer's JSON Schema check, numbering events after a lost
 race, the SSE response, the Celery task names, where the app writes its files, an
 interrupt payload's kind and action (in Python and in SQL), the run's wire shape (the
-OpenAPI document's ``Run`` is what is sent), scoping to a tenant, and reports importing
-the engine, never the reverse."""
+OpenAPI document's ``Run`` is what is sent), scoping to a tenant, reports importing
+the engine, never the reverse, a run request's rules, and the environment, read in one
+place (``dashboard/settings.py``) with every ``DURABLE_*`` setting's default and meaning
+in ``durable.conf``."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,6 +24,7 @@ from django.urls import reverse
 from langgraph.types import Interrupt
 
 from dashboard import access as console_access
+from dashboard import settings as project_settings
 from dashboard.celery import app as celery_app
 from dashboard.present import interrupts as present_interrupts
 from durable import audit, conf, engine, interrupt_payloads, sse
@@ -361,3 +368,90 @@ def test_the_engine_never_imports_the_reports_that_read_it():
                 importing.append(module.name)
     assert importing == []
     assert not hasattr(engine, "migration") and not hasattr(engine, "diagnose")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+# Not reads of the configuration: the entry points choose the settings module before any
+# setting is read, and prometheus_client's multiprocess directory is the library's own
+# variable, which it reads itself at import (the two must agree).
+ENVIRONMENT_READ_ELSEWHERE = {
+    ("dashboard/asgi.py", "DJANGO_SETTINGS_MODULE"),
+    ("dashboard/celery.py", "DJANGO_SETTINGS_MODULE"),
+    ("dashboard/wsgi.py", "DJANGO_SETTINGS_MODULE"),
+    ("durable/metrics/exposition.py", "PROMETHEUS_MULTIPROC_DIR"),
+    ("durable/metrics/exposition.py", "prometheus_multiproc_dir"),
+}
+
+
+def _environment_reads(path: Path):
+    """``(line, variable or None)`` for each use of ``os.environ``/``os.getenv`` or
+    ``environs`` in the module at ``path``."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in ("os", "environs"):
+            if node.module == "environs" or {a.name for a in node.names} & {"environ", "getenv"}:
+                yield node.lineno, None
+        elif isinstance(node, ast.Import) and any(a.name == "environs" for a in node.names):
+            yield node.lineno, None
+        elif isinstance(node, ast.Call):
+            func = node.func
+            target = func.value if isinstance(func, ast.Attribute) else None
+            is_environ = isinstance(target, ast.Attribute) and target.attr == "environ"
+            is_getenv = isinstance(func, ast.Attribute) and func.attr == "getenv"
+            if is_environ or is_getenv:
+                name = (
+                    node.args[0].value
+                    if node.args and isinstance(node.args[0], ast.Constant)
+                    else None
+                )
+                yield node.lineno, name
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
+            if node.value.attr == "environ":
+                yield node.lineno, None
+
+
+def test_the_environment_is_read_in_one_place_the_projects_settings():
+    sources = [
+        p for top in ("durable", "dashboard", "examples") for p in (ROOT / top).rglob("*.py")
+    ]
+    elsewhere = [
+        f"{path.relative_to(ROOT)}:{line} ({name})"
+        for path in sources
+        if path != ROOT / "dashboard" / "settings.py"
+        for line, name in _environment_reads(path)
+        if (str(path.relative_to(ROOT)), name) not in ENVIRONMENT_READ_ELSEWHERE
+    ]
+    assert elsewhere == []
+    assert list(_environment_reads(ROOT / "dashboard" / "settings.py"))  # the one reader
+
+
+def test_every_durable_setting_has_its_default_and_its_meaning_in_conf():
+    project = {name for name in vars(project_settings) if name.startswith("DURABLE_")}
+    assert project - set(conf.DEFAULTS) == set()
+    documented = set(re.findall(r"^- ``(DURABLE_[A-Z_]+)``", conf.__doc__, re.MULTILINE))
+    assert set(conf.DEFAULTS) - documented == set()
+
+
+def _settings_under(**environment) -> subprocess.CompletedProcess:
+    """The project's settings imported in a fresh process under ``environment``; prints
+    the reaper, synchronous-commit and debug settings."""
+    code = (
+        "from dashboard import settings as s; "
+        "print(s.DURABLE_REAPER_ENABLED, s.DURABLE_RUN_SYNCHRONOUS_COMMIT, s.DEBUG)"
+    )
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("DURABLE_", "DJANGO_"))}
+    env = {**inherited, "DJANGO_SECRET_KEY": "a-test-key", **environment}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+
+def test_one_yes_no_convention_and_a_bad_value_stops_the_start_naming_it():
+    assert _settings_under().stdout.split() == ["True", "False", "True"]  # the defaults
+    read = _settings_under(
+        DURABLE_REAPER_ENABLED="0", DURABLE_RUN_SYNCHRONOUS_COMMIT="1", DJANGO_DEBUG="false"
+    )
+    assert read.stdout.split() == ["False", "True", "False"]
+    refused = _settings_under(DURABLE_REAPER_ENABLED="maybe")
+    assert refused.returncode != 0
+    assert 'Environment variable "DURABLE_REAPER_ENABLED" invalid' in refused.stderr

@@ -237,12 +237,12 @@ def test_the_store_browser_shows_only_the_tenants_namespaces(client, globex):
 # -- a fresh installation --------------------------------------------------------------
 
 
-def test_bootstrap_makes_the_first_admin_once(settings, tmp_path, monkeypatch):
+def test_bootstrap_makes_the_first_admin_once(settings, tmp_path):
     from django.contrib.auth import authenticate, get_user_model
     from django.core.management import call_command
 
     settings.DURABLE_VAR_DIR = tmp_path
-    monkeypatch.delenv("DURABLE_ADMIN_PASSWORD", raising=False)
+    settings.DURABLE_ADMIN_PASSWORD = ""
     out = io.StringIO()
     call_command("bootstrap", stdout=out)
     password = (tmp_path / "admin-password").read_text().strip()
@@ -255,6 +255,20 @@ def test_bootstrap_makes_the_first_admin_once(settings, tmp_path, monkeypatch):
     again = io.StringIO()
     call_command("bootstrap", stdout=again)
     assert again.getvalue() == "" and get_user_model().objects.count() == 1
+
+
+def test_bootstrap_gives_the_first_admin_the_chosen_name_and_password(settings, tmp_path):
+    from django.contrib.auth import authenticate
+    from django.core.management import call_command
+
+    settings.DURABLE_VAR_DIR = tmp_path
+    settings.DURABLE_ADMIN_USERNAME = "ops"
+    settings.DURABLE_ADMIN_PASSWORD = "chosen-pass-123"
+    out = io.StringIO()
+    call_command("bootstrap", stdout=out)
+    assert "'ops'" in out.getvalue() and "chosen-pass-123" not in out.getvalue()
+    assert not (tmp_path / "admin-password").exists()
+    assert authenticate(username="ops", password="chosen-pass-123").is_superuser
 
 
 # -- the Django admin ------------------------------------------------------------------

@@ -2,14 +2,14 @@
 
 Creates the default tenant and, when no user exists yet, a superuser who is an admin of
 it: username ``DURABLE_ADMIN_USERNAME`` (default ``admin``), password
-``DURABLE_ADMIN_PASSWORD`` or, when that is unset, a random one written to
+``DURABLE_ADMIN_PASSWORD`` (settings, read from the environment: ``durable.conf``) or,
+when that is empty, a random one written to
 ``<DURABLE_VAR_DIR>/admin-password`` (readable by its owner only) and printed once.
 Does nothing more on later runs, so ``make run`` calls it every time.
 """
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
@@ -28,8 +28,8 @@ class Command(BaseCommand):
         users = get_user_model().objects
         if users.exists():
             return
-        username = os.environ.get("DURABLE_ADMIN_USERNAME", "admin")
-        chosen = os.environ.get("DURABLE_ADMIN_PASSWORD")
+        username = conf.DURABLE_ADMIN_USERNAME
+        chosen = conf.DURABLE_ADMIN_PASSWORD
         password = chosen or secrets.token_urlsafe(12)
         user = users.create_superuser(username, password=password)
         Membership.objects.create(user=user, tenant=tenant, role=Role.ADMIN)
