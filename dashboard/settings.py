@@ -246,6 +246,8 @@ DURABLE_RUN_SYNCHRONOUS_COMMIT = os.environ.get("DURABLE_RUN_SYNCHRONOUS_COMMIT"
 DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECONDS")
 DURABLE_CRON_GRACE_SECONDS = _seconds("DURABLE_CRON_GRACE_SECONDS")
 DURABLE_METRICS_TOKEN = os.environ.get("DURABLE_METRICS_TOKEN", "")
+# Runs the web process executes itself, for its requests that wait on them (0: none).
+DURABLE_WEB_RUN_SLOTS = int(os.environ.get("DURABLE_WEB_RUN_SLOTS", "4"))
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
 # retention sweep (durable.retention): the policies, then the store's TTL sweep. Several

@@ -22,7 +22,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from durable import conf
-from durable.engine import records
+from durable.engine import inline, records
 from durable.engine.policy import Sends, next_run
 from durable.models import Run, Thread
 from durable.tasknames import RUN_TASK
@@ -131,6 +131,14 @@ def _send(run_pk: int, task_id: str, not_before: datetime | None = None) -> bool
     return False
 
 
+def _take_or_send(run: Run) -> None:
+    """Where a ready run goes, decided once its transaction has committed: to a slot of
+    this web process when one of its requests waits for it (``durable.engine.inline``),
+    else to the workers."""
+    if not inline.take(run):
+        _send(run.pk, run.task_id, run.not_before)
+
+
 def revoke(task_id: str) -> None:
     """Best effort, once the transaction commits: brokers with broadcast (Redis,
     RabbitMQ) tell workers to drop the message. The embedded broker cannot broadcast
@@ -155,7 +163,7 @@ def send(sends: Sends) -> None:
     for task_id in sends.revoke:
         revoke(task_id)
     for run in sends.ready:
-        transaction.on_commit(lambda run=run: _send(run.pk, run.task_id, run.not_before))
+        transaction.on_commit(lambda run=run: _take_or_send(run))
     for thread_pk in sends.next_of:
         transaction.on_commit(lambda pk=thread_pk: dispatch_next(pk))
 
