@@ -34,7 +34,9 @@ Everything that differs between machines comes from the environment:
   ``DURABLE_RETENTION_INTERVAL_SECONDS``, ``DURABLE_CRON_GRACE_SECONDS``;
   ``DURABLE_RUN_SYNCHRONOUS_COMMIT`` (``1``: run
   records wait for the WAL flush); ``DURABLE_REAPER_ENABLED`` (``0``: recovery off, for a
-  fault drill to show failing). What each means, and its default when unset:
+  fault drill to show failing); ``DURABLE_WEB_RUN_SLOTS`` (how many runs the web process
+  executes itself for its waiting requests; ``0``: all go to the workers). What each
+  means, and its default when unset:
   ``durable.conf``.
 """
 
@@ -247,7 +249,7 @@ DURABLE_RETENTION_INTERVAL_SECONDS = _seconds("DURABLE_RETENTION_INTERVAL_SECOND
 DURABLE_CRON_GRACE_SECONDS = _seconds("DURABLE_CRON_GRACE_SECONDS")
 DURABLE_METRICS_TOKEN = os.environ.get("DURABLE_METRICS_TOKEN", "")
 # Runs the web process executes itself, for its requests that wait on them (0: none).
-DURABLE_WEB_RUN_SLOTS = int(os.environ.get("DURABLE_WEB_RUN_SLOTS", "4"))
+DURABLE_WEB_RUN_SLOTS = int(os.environ.get("DURABLE_WEB_RUN_SLOTS", "2"))
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
 # retention sweep (durable.retention): the policies, then the store's TTL sweep. Several

@@ -53,7 +53,7 @@ Settings (seconds unless said otherwise):
 - ``DURABLE_METRICS_TOKEN``: the bearer token a Prometheus scrape of ``GET /metrics``
   must send (``Authorization: Bearer <token>``; ``durable.metrics``). Default ``""``: no
   token, and only loopback clients (127.0.0.1, ::1) not behind a proxy may scrape.
-- ``DURABLE_WEB_RUN_SLOTS`` (4): how many runs a web process executes at once, each on
+- ``DURABLE_WEB_RUN_SLOTS`` (2): how many runs a web process executes at once, each on
   a thread of its own, for the requests of its own that wait for them (``runs.wait``,
   a stream; ``durable.engine.inline``); the others go to the Celery workers. ``0``:
   every run goes to the workers.
@@ -90,7 +90,7 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_WEBHOOK_ALLOWED_HOSTS": (),
     "DURABLE_METRICS_TOKEN": "",
     "DURABLE_VAR_DIR": Path("var"),
-    "DURABLE_WEB_RUN_SLOTS": 4,
+    "DURABLE_WEB_RUN_SLOTS": 2,
 }
 
 
