@@ -65,7 +65,7 @@ GRAPHS_DIR = WORK / "graphs"
 PEERS = ROOT / "var" / "peers"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/8"
 AEGRA_URL = "postgresql://postgres@127.0.0.1:5432/aegra_bench"
-GRAPH, INTERRUPT = "bench_api", "bench_api_interrupt"
+GRAPH, INTERRUPT, SPIN = "bench_api", "bench_api_interrupt", "bench_api_spin"
 CLIENTS = 16
 SLOTS_OFF = "-slots0"  # the suffix of a stack run with DURABLE_WEB_RUN_SLOTS=0
 
@@ -73,9 +73,13 @@ SLOTS_OFF = "-slots0"  # the suffix of a stack run with DURABLE_WEB_RUN_SLOTS=0
 GRAPH_MODULE = '''\
 """The benchmark's graphs (written by benchmarks/bench_api.py)."""
 
+import time
+
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
+
+SPIN_SECONDS = 0.2
 
 
 class Count(TypedDict):
@@ -109,6 +113,18 @@ def build() -> StateGraph:
 
 def build_interrupting() -> StateGraph:
     return _chain(ask)
+
+
+def spin(state: Count) -> dict:
+    # Holds the CPU (and the interpreter lock) for SPIN_SECONDS, as a heavy node does.
+    deadline = time.process_time() + SPIN_SECONDS
+    while time.process_time() < deadline:
+        pass
+    return {"n": state["n"] + 1}
+
+
+def build_spinning() -> StateGraph:
+    return _chain(spin)
 
 
 graph = build().compile()
@@ -163,6 +179,7 @@ class Server:
     api_key: str | None = None
     procs: list[subprocess.Popen] = field(default_factory=list)
     database: str = ""  # a PostgreSQL URL whose server backends count in its CPU
+    env: dict = field(default_factory=dict)  # ours: the environment it was started with
 
     def cpu_seconds(self) -> float:
         """User + system CPU seconds so far of its processes, their children (pool
@@ -248,7 +265,8 @@ def start_ours(name: str, env: dict, workers) -> Server:
         DJANGO_SECRET_KEY="benchmark-only",
         DJANGO_SETTINGS_MODULE="dashboard.settings",
         DURABLE_EXTRA_GRAPHS=f"{GRAPH}=bench_api_graphs.build,"
-        f"{INTERRUPT}=bench_api_graphs.build_interrupting",
+        f"{INTERRUPT}=bench_api_graphs.build_interrupting,"
+        f"{SPIN}=bench_api_graphs.build_spinning",
         PYTHONPATH=os.pathsep.join([str(GRAPHS_DIR), str(ROOT)]),
     )
     manage(env, "migrate", "--noinput")
@@ -260,7 +278,7 @@ def start_ours(name: str, env: dict, workers) -> Server:
         "from durable.models import Tenant; from durable.tenancy import create_token;"
         " print(create_token(Tenant.default(), 'bench_api')[1])",
     ).split()[-1]
-    server = Server(name, api_key=token)
+    server = Server(name, api_key=token, env=env)
     logs = WORK / name
     logs.mkdir(parents=True, exist_ok=True)
     server.procs += workers(env, logs)

@@ -94,13 +94,16 @@ class _Slots:
         return True
 
     def _execute(self, run_pk: int) -> None:
-        from durable.engine import execution  # execution -> queue -> here
+        from durable.engine import execution, follow  # execution -> queue -> here
 
         try:
             execution.execute(run_pk, worker=worker_name())
         except Exception:  # the outcome's own faults: the lease expires, the reaper settles
             logger.exception("run %s failed in the web process", run_pk)
         finally:
+            # Its outcome is committed: the request that waits reads it now, not at its
+            # next poll (SQLite) or once the notification has gone round (PostgreSQL).
+            follow.wake_here(run_pk)
             connections.close_all()  # this thread's, back to the pool
             with self._lock:
                 self.running.discard(run_pk)
