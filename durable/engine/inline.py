@@ -36,6 +36,7 @@ from django.db import connections
 from django.utils import timezone
 
 from durable import conf
+from durable.engine import queue
 from durable.models import Run
 
 logger = logging.getLogger(__name__)
@@ -129,6 +130,9 @@ def take(run: Run) -> bool:
     the process is not draining and the run is not delayed. Returns whether it was taken;
     if not, the caller sends it to the workers."""
     return _awaited.get() and _slots.take(run)
+
+
+queue.take_here(take)
 
 
 def running() -> set[int]:

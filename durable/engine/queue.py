@@ -22,7 +22,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from durable import conf
-from durable.engine import inline, records
+from durable.engine import records
 from durable.engine.policy import Sends, next_run
 from durable.models import Run, Thread
 from durable.tasknames import RUN_TASK
@@ -131,11 +131,23 @@ def _send(run_pk: int, task_id: str, not_before: datetime | None = None) -> bool
     return False
 
 
+# Who may take a ready run before it is sent: ``durable.engine.inline.take``, once that
+# module is loaded (by the web process's views); a worker has none.
+_takers: list = []
+
+
+def take_here(taker) -> None:
+    """Register ``taker(run) -> bool``, asked first where a ready run goes
+    (``_take_or_send``): True when it has taken the run, which is then not sent."""
+    if taker not in _takers:
+        _takers.append(taker)
+
+
 def _take_or_send(run: Run) -> None:
-    """Where a ready run goes, decided once its transaction has committed: to a slot of
-    this web process when one of its requests waits for it (``durable.engine.inline``),
-    else to the workers."""
-    if not inline.take(run):
+    """Where a ready run goes, decided once its transaction has committed: to a taker of
+    this process (a web process's slot, when one of its requests waits for it), else to
+    the workers."""
+    if not any(taker(run) for taker in _takers):
         _send(run.pk, run.task_id, run.not_before)
 
 
