@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
+import psycopg
 import redis
 from langgraph_sdk import get_client
 
@@ -63,16 +65,21 @@ GRAPHS_DIR = WORK / "graphs"
 PEERS = ROOT / "var" / "peers"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/8"
 AEGRA_URL = "postgresql://postgres@127.0.0.1:5432/aegra_bench"
-GRAPH, INTERRUPT = "bench_api", "bench_api_interrupt"
+GRAPH, INTERRUPT, SPIN = "bench_api", "bench_api_interrupt", "bench_api_spin"
 CLIENTS = 16
+SLOTS_OFF = "-slots0"  # the suffix of a stack run with DURABLE_WEB_RUN_SLOTS=0
 
 # The graphs every server loads: plain LangGraph, no import of this project.
 GRAPH_MODULE = '''\
 """The benchmark's graphs (written by benchmarks/bench_api.py)."""
 
+import time
+
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from typing_extensions import TypedDict
+
+SPIN_SECONDS = 0.2
 
 
 class Count(TypedDict):
@@ -106,6 +113,18 @@ def build() -> StateGraph:
 
 def build_interrupting() -> StateGraph:
     return _chain(ask)
+
+
+def spin(state: Count) -> dict:
+    # Holds the CPU (and the interpreter lock) for SPIN_SECONDS, as a heavy node does.
+    deadline = time.process_time() + SPIN_SECONDS
+    while time.process_time() < deadline:
+        pass
+    return {"n": state["n"] + 1}
+
+
+def build_spinning() -> StateGraph:
+    return _chain(spin)
 
 
 graph = build().compile()
@@ -159,6 +178,39 @@ class Server:
     url: str = ""
     api_key: str | None = None
     procs: list[subprocess.Popen] = field(default_factory=list)
+    database: str = ""  # a PostgreSQL URL whose server backends count in its CPU
+    env: dict = field(default_factory=dict)  # ours: the environment it was started with
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds so far of its processes, their children (pool
+        processes) and, on PostgreSQL, the server backends connected to its database.
+        A backend that exited meanwhile is not counted, nor is Redis (shared)."""
+        total = 0.0
+        procs = []
+        for proc in self.procs:
+            try:
+                top = psutil.Process(proc.pid)
+                procs += [top, *top.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                continue
+        if self.database:
+            base, name = self.database.rsplit("/", 1)
+            with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+                rows = conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = %s", [name]
+                ).fetchall()
+            for (pid,) in rows:
+                try:
+                    procs.append(psutil.Process(pid))
+                except psutil.NoSuchProcess:
+                    pass
+        for p in procs:
+            try:
+                times = p.cpu_times()
+            except psutil.Error:
+                continue
+            total += times.user + times.system
+        return total
 
     def __post_init__(self):
         STARTED.append(self)  # stopped at the end even when starting it fails
@@ -213,7 +265,8 @@ def start_ours(name: str, env: dict, workers) -> Server:
         DJANGO_SECRET_KEY="benchmark-only",
         DJANGO_SETTINGS_MODULE="dashboard.settings",
         DURABLE_EXTRA_GRAPHS=f"{GRAPH}=bench_api_graphs.build,"
-        f"{INTERRUPT}=bench_api_graphs.build_interrupting",
+        f"{INTERRUPT}=bench_api_graphs.build_interrupting,"
+        f"{SPIN}=bench_api_graphs.build_spinning",
         PYTHONPATH=os.pathsep.join([str(GRAPHS_DIR), str(ROOT)]),
     )
     manage(env, "migrate", "--noinput")
@@ -225,7 +278,7 @@ def start_ours(name: str, env: dict, workers) -> Server:
         "from durable.models import Tenant; from durable.tenancy import create_token;"
         " print(create_token(Tenant.default(), 'bench_api')[1])",
     ).split()[-1]
-    server = Server(name, api_key=token)
+    server = Server(name, api_key=token, env=env)
     logs = WORK / name
     logs.mkdir(parents=True, exist_ok=True)
     server.procs += workers(env, logs)
@@ -245,19 +298,26 @@ def start_ours(name: str, env: dict, workers) -> Server:
     return server
 
 
-def start_ours_pg(url: str, broker: str) -> Server:
+def start_ours_pg(url: str, broker: str, name: str = "ours-pg", slots: str = "") -> Server:
+    """``slots``: its ``DURABLE_WEB_RUN_SLOTS`` (``""``: the default)."""
     ensure_database(url)
     redis.Redis.from_url(broker).flushdb()  # no task left over from an earlier run
     env = dict(os.environ, DATABASE_URL=url, CELERY_BROKER_URL=broker)
-    return start_ours("ours-pg", env, lambda env, logs: start_workers(2, env, logs))
+    if slots:
+        env["DURABLE_WEB_RUN_SLOTS"] = slots
+    server = start_ours(name, env, lambda env, logs: start_workers(2, env, logs))
+    server.database = url
+    return server
 
 
-def start_ours_embedded() -> Server:
-    var = WORK / "embedded"
+def start_ours_embedded(name: str = "ours-embedded", slots: str = "") -> Server:
+    var = WORK / name.removeprefix("ours-")
     shutil.rmtree(var, ignore_errors=True)
     var.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     env["DURABLE_VAR_DIR"] = str(var)
+    if slots:
+        env["DURABLE_WEB_RUN_SLOTS"] = slots
 
     def worker(env: dict, logs: Path) -> list[subprocess.Popen]:
         log = (logs / "worker.log").open("w")
@@ -270,7 +330,7 @@ def start_ours_embedded() -> Server:
             )
         ]  # fmt: skip
 
-    return start_ours("ours-embedded", env, worker)
+    return start_ours(name, env, worker)
 
 
 def venv(name: str, python: list[str], package: str, env: dict | None = None) -> Path:
@@ -294,7 +354,7 @@ def start_aegra() -> Server:
         env=dict(os.environ, PYENV_VERSION="3.12.1"),
     )
     ensure_database(AEGRA_URL)
-    server = Server("aegra")
+    server = Server("aegra", database=AEGRA_URL)
     port = free_port()
     env = dict(
         os.environ,
@@ -405,6 +465,7 @@ ROWS = [
     "interrupt + resume p50 (ms)",
     f"throughput, {CLIENTS} clients (runs/s)",
     "get_history(limit=10) p50 (ms)",
+    "CPU per run, throughput row (ms)",
 ]
 
 
@@ -435,8 +496,13 @@ async def measure(servers: list[Server], rounds: int, samples: int, per_client: 
         for row in ROWS:
             for s in order:
                 client = clients[s.name]
+                if row == ROWS[5]:
+                    continue  # taken with the throughput row
                 if row == ROWS[3]:
+                    cpu = s.cpu_seconds()
                     value = await throughput(client, per_client)
+                    cpu = s.cpu_seconds() - cpu
+                    results[ROWS[5]][s.name].append(1000 * cpu / (CLIENTS * per_client))
                 else:
                     value = statistics.median(
                         [await rows[row](client, s.name) for _ in range(samples)]
@@ -458,6 +524,7 @@ def report(results: dict, names: list[str]) -> str:
     if "aegra" in names:
         ratios += [(n, "aegra") for n in names if n != "aegra"]
     ratios.append(("ours-embedded", "ours-pg"))
+    ratios += [(n.removesuffix(SLOTS_OFF), n) for n in names if n.endswith(SLOTS_OFF)]
     header += "".join(f" | {a} / {b}" for a, b in ratios) + " |"
     rule += " --- |" * len(ratios)
     lines = [header, rule]
@@ -481,14 +548,30 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10, help="per row, server and round")
     parser.add_argument("--per-client", type=int, default=3, help="runs per throughput client")
     parser.add_argument("--peers", action="store_true", help="also Aegra and the Agent Server")
+    parser.add_argument(
+        "--slots-off",
+        action="store_true",
+        help="also both of our stacks with DURABLE_WEB_RUN_SLOTS=0 (every run to the workers)",
+    )
+    parser.add_argument("--no-agent-server", action="store_true", help="with --peers: Aegra only")
     parser.add_argument("--url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
     parser.add_argument("--broker", default=DEFAULT_BROKER)
     args = parser.parse_args()
     began = time.perf_counter()
     write_graphs()
     starters = [lambda: start_ours_pg(args.url, args.broker), start_ours_embedded]
+    if args.slots_off:
+        starters += [
+            lambda: start_ours_pg(
+                f"{args.url}_slots0",
+                args.broker.rsplit("/", 1)[0] + "/9",
+                "ours-pg" + SLOTS_OFF,
+                "0",
+            ),
+            lambda: start_ours_embedded("ours-embedded" + SLOTS_OFF, "0"),
+        ]
     if args.peers:
-        starters += [start_aegra, start_agent_server]
+        starters += [start_aegra] + ([] if args.no_agent_server else [start_agent_server])
     servers: list[Server] = []
     try:
         for start in starters:

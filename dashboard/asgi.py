@@ -16,5 +16,11 @@ from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 application = get_asgi_application()
+
+from durable.engine import inline  # noqa: E402 (needs the settings configured above)
+
+# The server imports the application on its main thread: the runs this process executes
+# drain on SIGTERM before the server's own handler stops it.
+inline.drain_on_sigterm()
 if settings.DEBUG:
     application = ASGIStaticFilesHandler(application)

@@ -17,7 +17,7 @@ other value is refused). Lists are comma separated.
 - ``DURABLE_EXTRA_GRAPHS``: more graphs to register, ``name=dotted.path,...``, beside
   the examples of ``DURABLE_GRAPHS``.
 - Every ``DURABLE_*`` setting of the app under its own name (``DURABLE_ENCRYPTION_KEY``,
-  ``DURABLE_RUN_LEASE_SECONDS``, ``DURABLE_REAPER_ENABLED``, ``DURABLE_LOG_FORMAT``...):
+  ``DURABLE_RUN_LEASE_SECONDS``, ``DURABLE_REAPER_ENABLED``, ``DURABLE_WEB_RUN_SLOTS``...):
   what each means, and its default when unset, is in ``durable.conf``, the one list.
 """
 
@@ -237,6 +237,8 @@ DURABLE_RUN_SYNCHRONOUS_COMMIT = _durable(env.bool, "DURABLE_RUN_SYNCHRONOUS_COM
 DURABLE_RETENTION_INTERVAL_SECONDS = _durable(env.float, "DURABLE_RETENTION_INTERVAL_SECONDS")
 DURABLE_CRON_GRACE_SECONDS = _durable(env.float, "DURABLE_CRON_GRACE_SECONDS")
 DURABLE_METRICS_TOKEN = _durable(env.str, "DURABLE_METRICS_TOKEN")
+# Runs the web process executes itself, for its requests that wait on them (0: none).
+DURABLE_WEB_RUN_SLOTS = _durable(env.int, "DURABLE_WEB_RUN_SLOTS")
 
 # Celery beat (embedded in one worker with --beat, or `celery -A dashboard beat`) runs the
 # retention sweep (durable.retention): the policies, then the store's TTL sweep. Several

@@ -55,6 +55,10 @@ Settings (seconds unless said otherwise):
 - ``DURABLE_METRICS_TOKEN``: the bearer token a Prometheus scrape of ``GET /metrics``
   must send (``Authorization: Bearer <token>``; ``durable.metrics``). Default ``""``: no
   token, and only loopback clients (127.0.0.1, ::1) not behind a proxy may scrape.
+- ``DURABLE_WEB_RUN_SLOTS`` (2): how many runs a web process executes at once, each on
+  a thread of its own, for the requests of its own that wait for them (``runs.wait``,
+  a stream; ``durable.engine.inline``); the others go to the Celery workers. ``0``:
+  every run goes to the workers.
 - ``DURABLE_VAR_DIR`` (``var`` in the working directory; a ``pathlib.Path``): where the
   app writes files of its own (the first admin's password: ``manage.py bootstrap``).
 - ``DURABLE_ADMIN_USERNAME`` (``admin``): the first admin ``manage.py bootstrap`` makes
@@ -111,6 +115,7 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_CORS_ALLOWED_ORIGINS": ("http://localhost:3000", "http://127.0.0.1:3000"),
     "DURABLE_DB_POOL_SIZE": 8,
     "DURABLE_DB_POOL_MAX_IDLE_SECONDS": 60.0,
+    "DURABLE_WEB_RUN_SLOTS": 2,
 }
 
 

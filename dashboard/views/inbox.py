@@ -26,6 +26,7 @@ from dashboard.forms.inbox import SORTS, BulkAnswerForm, InboxQuery
 from dashboard.http import see_other
 from dashboard.present.inbox import Entry, entry_at
 from durable import engine
+from durable.engine import inline
 from durable.models import Thread
 from durable.reports import waiting as waiting_report
 
@@ -214,7 +215,8 @@ def answer(request, pk: int):
     form = shown.form
     if form.is_valid():
         try:
-            run = engine.resume(thread, **form.resume_args, requested_by=request.user)
+            with inline.awaited():  # its run's page follows it
+                run = engine.resume(thread, **form.resume_args, requested_by=request.user)
         except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:

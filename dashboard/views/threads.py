@@ -27,6 +27,7 @@ from dashboard.present.links import json_url
 from dashboard.present.threads import status_tabs
 from dashboard.present.tree import tree_context
 from durable import engine, history
+from durable.engine import inline
 from durable.redaction import redact
 
 THREADS_PER_PAGE = 50
@@ -117,7 +118,8 @@ def resume_thread(request, pk: int):
     form = ResumeForm(pending, request.POST)
     if form.is_valid():
         try:
-            engine.resume(thread, **form.resume_args, requested_by=request.user)
+            with inline.awaited():  # the page it returns to follows the run
+                engine.resume(thread, **form.resume_args, requested_by=request.user)
         except engine.InvalidRequest as exc:
             form.add_error(None, refusal(exc, thread))
         else:

@@ -26,7 +26,7 @@ from durable.api.schemas import (
     stream_modes,
 )
 from durable.db import borrow
-from durable.engine import follow
+from durable.engine import follow, inline
 from durable.models import Run, Thread
 from durable.values import jsonable
 
@@ -112,7 +112,8 @@ async def wait_run(request, thread_id: ThreadId, body: RunCreate):
     """As ``POST /threads/{thread_id}/runs``, then waits for the run to end and returns
     the thread's values (with ``__interrupt__``), or ``{"__error__": ...}``. With
     ``on_disconnect: cancel``, a client that goes away first cancels the run."""
-    run = await borrow(_create_run, request, thread_id, body)
+    with inline.awaited():  # it may execute in this process
+        run = await borrow(_create_run, request, thread_id, body)
     try:
         output = await _wait_output(run.pk)
     except asyncio.CancelledError:  # the client went away (django/core/handlers/asgi.py)
@@ -223,7 +224,8 @@ async def stream_run(request, thread_id: ThreadId, body: RunCreate):
     server-sent events while it runs (see ``GET .../runs/{run_id}/stream``). With
     ``on_disconnect: cancel``, a client that goes away before the stream's end cancels
     the run (default ``continue``: it runs on, and its stream can be joined again)."""
-    run = await borrow(_create_run, request, thread_id, body)
+    with inline.awaited():  # it may execute in this process
+        run = await borrow(_create_run, request, thread_id, body)
     response = _stream_response(request, run, body.modes(), body.stream_subgraphs, 0)
     if body.on_disconnect == "cancel":
         return _cancel_on_disconnect(request, response, run)

@@ -18,6 +18,7 @@ from durable.api.errors import ApiError, json_response
 from durable.api.runs import _create_run, _located, _stream_response, _wait_output
 from durable.api.schemas import BatchRunCreate, CancelQuery, RunsCancel, StatelessRunCreate
 from durable.db import borrow
+from durable.engine import inline
 from durable.models import Run
 
 stateless = Router(tags=["runs"])
@@ -62,7 +63,8 @@ def create_stateless_run(request, body: StatelessRunCreate):
 async def wait_stateless_run(request, body: StatelessRunCreate):
     """As ``POST /runs``, then waits for the run to end and returns what
     ``/threads/{thread_id}/runs/wait`` returns."""
-    run = await borrow(_create, request, body)
+    with inline.awaited():  # it may execute in this process
+        run = await borrow(_create, request, body)
     output = await _wait_output(run.pk)
     response = _located(json_response(request, output), run)
     await borrow(_ended, run, body)
@@ -77,7 +79,8 @@ async def wait_stateless_run(request, body: StatelessRunCreate):
 async def stream_stateless_run(request, body: StatelessRunCreate):
     """As ``POST /runs``, answered with the run's events as server-sent events, as
     ``/threads/{thread_id}/runs/stream`` sends them."""
-    run = await borrow(_create, request, body)
+    with inline.awaited():  # it may execute in this process
+        run = await borrow(_create, request, body)
     response = _stream_response(request, run, body.modes(), body.stream_subgraphs, 0)
     response.streaming_content = _then_ended(response.streaming_content, run, body)
     return response

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from durable.engine import records
+from durable.engine import follow, records
 from durable.engine.checks import langgraph_mode
 from durable.engine.parent_messages import PARENT_MESSAGES
 from durable.models import Run
@@ -80,13 +80,15 @@ class EventBuffer:
             first_waiting = self._first_waiting
             batch = self.take()
             try:
-                records.insert_events(self.run, batch)
+                written = records.insert_events(self.run, batch)
             except Exception:  # kept for the next try
                 with self._lock:
                     self._buffer[:0] = batch
                     self._oldest = time.monotonic()
                     self._first_waiting = first_waiting
                 raise
+            if written:  # this process's own followers need not wait for a notification
+                follow.wake_here(self.run.pk, chunks_only=not records.changes_status(batch))
 
     def take(self) -> list[records.Event]:
         """The buffered events, which the caller writes."""

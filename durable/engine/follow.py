@@ -195,29 +195,24 @@ async def _watching(run_id: int, ends_only: bool = False):
     may change its status only (not by ``CHUNKS_ONLY`` ones)."""
     listener = _listener()
     pause = _Pause(listener)
-    if listener is None:
-        yield pause
-        return
     waiter = (asyncio.get_running_loop(), pause.woken, ends_only)
-    listener.watch(run_id, waiter)
+    _here.watch(run_id, waiter)
+    if listener is not None:
+        listener.watch(run_id, waiter)
     try:
         yield pause
     finally:
-        listener.unwatch(run_id, waiter)
+        _here.unwatch(run_id, waiter)
+        if listener is not None:
+            listener.unwatch(run_id, waiter)
 
 
-class _Listener:
-    """One per process: a daemon thread on one connection of its own that LISTENs on
-    ``CHANNEL`` and wakes the streams following each notified run. It reconnects after
-    a lost connection; meanwhile streams poll."""
+class _Waiters:
+    """The streams of this process that follow each run: ``(loop, woken, ends_only)``."""
 
     def __init__(self):
-        self.listening = threading.Event()
-        self._stop = threading.Event()
         self._lock = threading.Lock()
         self._waiting: dict[int, set] = defaultdict(set)
-        self._thread = threading.Thread(target=self._run, name="durable-events", daemon=True)
-        self._thread.start()
 
     def watch(self, run_id: int, waiter) -> None:
         with self._lock:
@@ -229,7 +224,7 @@ class _Listener:
             if not self._waiting[run_id]:
                 del self._waiting[run_id]
 
-    def _wake(self, run_ids, chunks_only: bool = False) -> None:
+    def wake(self, run_ids, chunks_only: bool = False) -> None:
         with self._lock:
             waiters = [w for run_id in run_ids for w in self._waiting.get(run_id, ())]
         for loop, woken, ends_only in waiters:
@@ -239,6 +234,30 @@ class _Listener:
                 loop.call_soon_threadsafe(woken.set)
             except RuntimeError:  # that stream's event loop has closed
                 pass
+
+
+_here = _Waiters()
+
+
+def wake_here(run_id: int, chunks_only: bool = False) -> None:
+    """Wake this process's streams that follow run ``run_id``, from any thread: its
+    events were just written by this process (a run the web process executes:
+    ``durable.engine.inline``), so they need not wait for a notification or a poll.
+    ``chunks_only``: stream chunks only, no change of status."""
+    _here.wake([run_id], chunks_only)
+
+
+class _Listener(_Waiters):
+    """One per process: a daemon thread on one connection of its own that LISTENs on
+    ``CHANNEL`` and wakes the streams following each notified run. It reconnects after
+    a lost connection; meanwhile streams poll."""
+
+    def __init__(self):
+        super().__init__()
+        self.listening = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="durable-events", daemon=True)
+        self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -257,7 +276,7 @@ class _Listener:
             self.listening.set()
             with self._lock:  # whatever happened while no one listened
                 everyone = list(self._waiting)
-            self._wake(everyone)
+            self.wake(everyone)
             while not self._stop.is_set():
                 # A timeout, so that stop() is seen within a second.
                 for note in conn.notifies(timeout=1.0):
@@ -265,7 +284,7 @@ class _Listener:
                     if run_id.endswith(CHUNKS_ONLY):
                         run_id, chunks = run_id.removesuffix(CHUNKS_ONLY), True
                     if run_id.isdigit():
-                        self._wake([int(run_id)], chunks)
+                        self.wake([int(run_id)], chunks)
 
     def stop(self) -> None:
         self._stop.set()

@@ -49,6 +49,12 @@ def mark_pool_child() -> None:
     _beat.in_pool_child = True
 
 
+def renew_all_soon() -> None:
+    """Have the beat thread renew every lease of this process now, not at its next
+    heartbeat: a stop request just recorded for them is then seen at once."""
+    _beat.renew_all()
+
+
 def in_pool_child() -> bool:
     """Whether this process is a prefork pool process (``mark_pool_child``)."""
     return _beat.in_pool_child
@@ -202,6 +208,12 @@ class _Beat:
 
     def wake(self) -> None:
         self._woken.set()
+
+    def renew_all(self) -> None:
+        with self._changed:
+            for lease in self._leases:
+                lease.last_renewal = float("-inf")
+        self.wake()
 
     def discard(self, lease: Lease) -> None:
         with self._changed:

@@ -131,6 +131,26 @@ def _send(run_pk: int, task_id: str, not_before: datetime | None = None) -> bool
     return False
 
 
+# Who may take a ready run before it is sent: ``durable.engine.inline.take``, once that
+# module is loaded (by the web process's views); a worker has none.
+_takers: list = []
+
+
+def take_here(taker) -> None:
+    """Register ``taker(run) -> bool``, asked first where a ready run goes
+    (``_take_or_send``): True when it has taken the run, which is then not sent."""
+    if taker not in _takers:
+        _takers.append(taker)
+
+
+def _take_or_send(run: Run) -> None:
+    """Where a ready run goes, decided once its transaction has committed: to a taker of
+    this process (a web process's slot, when one of its requests waits for it), else to
+    the workers."""
+    if not any(taker(run) for taker in _takers):
+        _send(run.pk, run.task_id, run.not_before)
+
+
 def revoke(task_id: str) -> None:
     """Best effort, once the transaction commits: brokers with broadcast (Redis,
     RabbitMQ) tell workers to drop the message. The embedded broker cannot broadcast
@@ -155,7 +175,7 @@ def send(sends: Sends) -> None:
     for task_id in sends.revoke:
         revoke(task_id)
     for run in sends.ready:
-        transaction.on_commit(lambda run=run: _send(run.pk, run.task_id, run.not_before))
+        transaction.on_commit(lambda run=run: _take_or_send(run))
     for thread_pk in sends.next_of:
         transaction.on_commit(lambda pk=thread_pk: dispatch_next(pk))
 

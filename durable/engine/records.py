@@ -194,11 +194,12 @@ def _event_params(run_id: int, events: Sequence[Event]) -> dict:
         "data": Jsonb("[" + ",".join(e.data for e in events) + "]", dumps=_identity),
         "at": [e.at for e in events],
         "channel": CHANNEL,
-        "run_text": str(run_id) + ("" if _changes_status(events) else CHUNKS_ONLY),
+        "run_text": str(run_id) + ("" if changes_status(events) else CHUNKS_ONLY),
     }
 
 
-def _changes_status(events: Sequence[Event]) -> bool:
+def changes_status(events: Sequence[Event]) -> bool:
+    """Whether ``events`` change the run's status (a lifecycle event among them)."""
     return any(e.event == RunEvent.LIFECYCLE for e in events)
 
 

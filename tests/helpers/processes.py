@@ -257,15 +257,17 @@ class WebProcess(_Served):
     the console, with a pool of ``WEB_POOL_SIZE`` connections; ``broker`` as for
     ``WorkerProcess``."""
 
-    def __init__(self, log_path: Path, broker: str | None = None):
+    def __init__(self, log_path: Path, broker: str | None = None, **settings: str):
         super().__init__(log_path)
         self.broker = broker
+        self.settings = settings  # more of its environment, e.g. DURABLE_WEB_RUN_SLOTS="1"
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
 
     def start(self):
         env = worker_env(self.broker)
         env.update(PGAPPNAME=WEB_APPLICATION_NAME, DURABLE_DB_POOL_SIZE=str(WEB_POOL_SIZE))
+        env.update(self.settings)
         self._spawn(
             [
                 *("uvicorn", "dashboard.asgi:application"),
@@ -276,6 +278,11 @@ class WebProcess(_Served):
         )
         wait_for(self._ready, timeout=60, message="the web server to answer")
         return self
+
+    def kill(self):
+        """SIGKILL: the process dies at once, as on a lost machine."""
+        self.proc.kill()
+        self.proc.wait()
 
     def _ready(self) -> bool:
         assert self.proc.poll() is None, f"the web server exited:\n{self.log()}"
