@@ -27,6 +27,7 @@ Everything that differs between machines comes from the environment:
   or ``text`` (plain lines, as ``make run`` sets), for the web process and the workers.
 - ``DURABLE_METRICS_TOKEN``: the bearer token Prometheus sends to scrape ``/metrics``;
   unset, only loopback clients may scrape.
+- ``DURABLE_QUEUE``: the deployment's Celery queue; default from the database's name.
 - ``DURABLE_VAR_DIR``: where the SQLite files and the app's own files live; default ``var/``.
 - The run engine's timings, in seconds: ``DURABLE_RUN_LEASE_SECONDS``,
   ``DURABLE_HEARTBEAT_SECONDS``, ``DURABLE_REAPER_INTERVAL_SECONDS``,
@@ -172,6 +173,9 @@ def _database(url: str) -> dict:
 DATABASES = {
     "default": _database(os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"))
 }
+# The deployment's own Celery queue, control exchange and Redis key prefix (durable.conf).
+DURABLE_QUEUE = os.environ.get("DURABLE_QUEUE") or conf.queue_for(DATABASES["default"])
+CELERY_TASK_DEFAULT_QUEUE = CELERY_CONTROL_EXCHANGE = DURABLE_QUEUE
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -216,6 +220,7 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         "max_retries": 0,
         "socket_timeout": 2.0,
         "socket_connect_timeout": 2.0,
+        "global_keyprefix": f"{DURABLE_QUEUE}:",
     }
 
 
