@@ -82,6 +82,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so that a preflight is answered before anything else looks at it.
     "corsheaders.middleware.CorsMiddleware",
+    # A read whose database connection fails is tried again once; else a 503, never a 500.
+    "dashboard.faults.DatabaseFaultMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

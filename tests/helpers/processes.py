@@ -257,18 +257,20 @@ class _Served:
 
 class WebProcess(_Served):
     """uvicorn serving ``dashboard.asgi:application`` at ``.url``, as ``make run`` serves
-    the console, with a pool of ``WEB_POOL_SIZE`` connections; ``broker`` as for
-    ``WorkerProcess``."""
+    the console, with a pool of ``WEB_POOL_SIZE`` connections; ``broker`` and ``env`` as
+    for ``WorkerProcess``."""
 
-    def __init__(self, log_path: Path, broker: str | None = None):
+    def __init__(self, log_path: Path, broker: str | None = None, env: dict | None = None):
         super().__init__(log_path)
         self.broker = broker
+        self.env = env or {}  # settings of this process over ``worker_env``'s
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
 
     def start(self):
         env = worker_env(self.broker)
         env.update(PGAPPNAME=WEB_APPLICATION_NAME, DURABLE_DB_POOL_SIZE=str(WEB_POOL_SIZE))
+        env.update(self.env)
         self._spawn(
             [
                 *("uvicorn", "dashboard.asgi:application"),

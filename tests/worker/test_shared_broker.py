@@ -110,9 +110,11 @@ def test_deployments_on_one_broker_each_take_only_their_own_runs(worker, stack_b
         )
     # Stack B's, on B's worker, likewise.
     ended_b = wait_for(
-        lambda: (rows := _in_stack(env_b, _READ_IN_B.format(ids=list(sent_b))))
-        and all(r["status"] not in ("pending", "running") for r in rows)
-        and rows,
+        lambda: (
+            (rows := _in_stack(env_b, _READ_IN_B.format(ids=list(sent_b))))
+            and all(r["status"] not in ("pending", "running") for r in rows)
+            and rows
+        ),
         timeout=60,
         message="stack B's runs to end",
     )
