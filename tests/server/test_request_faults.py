@@ -222,3 +222,11 @@ def test_no_500_when_every_backend_is_terminated_five_times_under_load(faulty_we
     # The reads answered, the writes answered or were told to try again.
     assert all(statuses[(kind, 200)] > 0 for kind in range(4))
     assert pg_connections(APPLICATION_NAME) <= 4
+
+
+def test_the_openapi_document_lists_the_503_with_retry_after(api):
+    document = api.get("/openapi.json").json()
+    answer = document["paths"]["/api/threads/{thread_id}"]["get"]["responses"]["503"]
+    assert answer["headers"]["Retry-After"]["schema"] == {"type": "integer"}
+    assert "ErrorResponse" in answer["content"]["application/json"]["schema"]["$ref"]
+    assert "503" not in document["paths"]["/api/ok"]["get"]["responses"]
