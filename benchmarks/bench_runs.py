@@ -192,8 +192,8 @@ def main() -> None:
 
     app.conf.broker_url = os.environ["CELERY_BROKER_URL"]
     with app.connection_for_write() as conn:  # no task left over from an earlier run
-        conn.default_channel.queue_declare("celery", durable=True, auto_delete=False)
-        conn.default_channel.queue_purge("celery")
+        conn.default_channel.queue_declare(settings.DURABLE_QUEUE, durable=True, auto_delete=False)
+        conn.default_channel.queue_purge(settings.DURABLE_QUEUE)
     env = dict(os.environ, PYTHONPATH=f"{ROOT / 'benchmarks'}{os.pathsep}{ROOT}")
     settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
     workers = start_workers(2, env, settings.VAR_DIR)

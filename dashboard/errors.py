@@ -1,5 +1,6 @@
 """The console's error pages, in its own layout whatever ``DEBUG`` says: 404 (no list of
-the project's URLs), 500 (no traceback; it goes to the log), and 413 for a form bigger
+the project's URLs), 500 (no traceback; it goes to the log), 503 for a fault of the
+database (``dashboard.faults`` tries a read again first), and 413 for a form bigger
 than ``DATA_UPLOAD_MAX_MEMORY_SIZE``.
 
 With ``DEBUG`` on, Django answers these with its technical pages rather than the
@@ -12,6 +13,8 @@ answers with an empty page, is the console's too, linking to the page above it; 
 """
 
 from __future__ import annotations
+
+import logging
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
@@ -29,6 +32,10 @@ from django.urls import Resolver404, resolve
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.log import log_response
 
+from durable import request_faults
+
+logger = logging.getLogger(__name__)
+
 API_PREFIX = "/api/"
 MEGABYTE = 1024 * 1024
 # Exceptions Django turns into 400 and 403 pages of their own (403.html is the console's).
@@ -44,6 +51,19 @@ def server_error(request) -> HttpResponse:
     """The console's 500 page (``handler500``), rendered without the request, as Django's
     own is: whatever failed (the database, a context processor) must not fail it too."""
     return HttpResponseServerError(loader.get_template("500.html").render())
+
+
+def unavailable(request, exc: BaseException) -> HttpResponse:
+    """The console's 503 page, for a fault of the database (``durable.request_faults``):
+    the request may not have been carried out, and may be sent again after
+    ``Retry-After``. Rendered without the request, as the 500 page is: the user and the
+    tenant would need the database."""
+    page = HttpResponse(
+        loader.get_template("503.html").render({"fault": request_faults.describe(exc)}),
+        status=503,
+    )
+    page["Retry-After"] = str(request_faults.RETRY_AFTER_SECONDS)
+    return page
 
 
 def too_large(request) -> HttpResponse:
@@ -148,6 +168,9 @@ class ErrorPagesMiddleware:
             return None
         if isinstance(exception, Http404):
             return not_found(request, exception)
+        if request_faults.note(request, exception):  # dashboard.faults retries a read
+            logger.warning("%s %s: database fault (%s)", request.method, request.path, exception)
+            return unavailable(request, exception)
         if isinstance(exception, NOT_SERVER_ERRORS) or settings.DEBUG_PROPAGATE_EXCEPTIONS:
             return None
         signals.got_request_exception.send(sender=None, request=request)

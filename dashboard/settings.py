@@ -80,6 +80,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so that a preflight is answered before anything else looks at it.
     "corsheaders.middleware.CorsMiddleware",
+    # A read whose database connection fails is tried again once; else a 503, never a 500.
+    "dashboard.faults.DatabaseFaultMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -167,6 +169,9 @@ def _database(db: dict) -> dict:
 DATABASES = {
     "default": _database(env.dj_db_url("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"))
 }
+# The deployment's own Celery queue, control exchange and Redis key prefix (durable.conf).
+DURABLE_QUEUE = _durable(env.str, "DURABLE_QUEUE") or conf.queue_for(DATABASES["default"])
+CELERY_TASK_DEFAULT_QUEUE = CELERY_CONTROL_EXCHANGE = DURABLE_QUEUE
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -211,6 +216,7 @@ if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
         "max_retries": 0,
         "socket_timeout": 2.0,
         "socket_connect_timeout": 2.0,
+        "global_keyprefix": f"{DURABLE_QUEUE}:",
     }
 
 

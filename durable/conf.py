@@ -78,10 +78,20 @@ Settings (seconds unless said otherwise):
 
 Read from the environment by the project only, not a setting of the app:
 ``DURABLE_EXTRA_GRAPHS`` (``name=dotted.path,...``), added to ``DURABLE_GRAPHS``.
+- ``DURABLE_QUEUE``: the Celery queue this deployment's runs are sent to and its workers
+  take them from, and, on Redis, the prefix of every key the broker writes (``<queue>:``),
+  so that deployments sharing a broker (staging and production on one Redis database,
+  two projects on one RabbitMQ vhost) never take each other's runs. Default ``None``:
+  ``queue_for(DATABASES["default"])``, ``durable.<database name>`` (for SQLite, the
+  file's name and a digest of its absolute path). Two deployments whose databases have
+  the same name on different servers, sharing one broker, must set it apart; every
+  process of one deployment (web, workers, beat) must agree on it.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,12 +126,24 @@ DEFAULTS: dict[str, Any] = {
     "DURABLE_DB_POOL_SIZE": 8,
     "DURABLE_DB_POOL_MAX_IDLE_SECONDS": 60.0,
     "DURABLE_WEB_RUN_SLOTS": 2,
+    "DURABLE_QUEUE": None,
 }
 
 
 def default(name: str) -> Any:
     """The default of setting ``name``. Raises ``KeyError`` for a name not listed here."""
     return DEFAULTS[name]
+
+
+def queue_for(database: Mapping[str, Any]) -> str:
+    """``DURABLE_QUEUE``'s default for ``database`` (a ``DATABASES`` entry):
+    ``durable.<NAME>``; for SQLite, whose ``NAME`` is a path, ``durable.<file stem>-<8 hex
+    digits of the absolute path's SHA-256>``, since every checkout's file is ``db.sqlite3``."""
+    name = str(database["NAME"])
+    if database.get("ENGINE", "").endswith("sqlite3"):
+        path = str(Path(name).resolve())
+        return f"durable.{Path(name).stem}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
+    return f"durable.{name}"
 
 
 def __getattr__(name: str) -> Any:
@@ -131,4 +153,6 @@ def __getattr__(name: str) -> Any:
     value = getattr(settings, name, DEFAULTS[name])
     if name == "DURABLE_HEARTBEAT_SECONDS" and value is None:
         return __getattr__("DURABLE_RUN_LEASE_SECONDS") / 3
+    if name == "DURABLE_QUEUE" and value is None:
+        return queue_for(settings.DATABASES["default"])
     return value

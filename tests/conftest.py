@@ -97,11 +97,12 @@ celery_app.conf.broker_url = broker_url()
 
 @pytest.fixture(scope="session")
 def celery_broker():
-    """Empty the test broker's queue, so no task from an earlier test session reaches
-    this session's fresh database."""
+    """Empty the test broker's queue (the deployment's own, ``DURABLE_QUEUE``), so no
+    task from an earlier test session reaches this session's fresh database."""
+    queue = settings.DURABLE_QUEUE
     with celery_app.connection_for_write() as conn:
-        conn.default_channel.queue_declare("celery", durable=True, auto_delete=False)
-        conn.default_channel.queue_purge("celery")
+        conn.default_channel.queue_declare(queue, durable=True, auto_delete=False)
+        conn.default_channel.queue_purge(queue)
     yield celery_app
 
 

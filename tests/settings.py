@@ -4,6 +4,8 @@ million iterations, spends about half a second of a core on each user a test mak
 which was a third of some files' time; Django's docs ("Speeding up the tests")
 suggest this. No test checks how passwords are stored."""
 
+import os
+
 from dashboard.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -11,3 +13,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # The redaction tests' paths (tests/helpers/redaction_graphs.py), in the test process and
 # the processes it starts; the key-name patterns are the defaults.
 DURABLE_REDACT_PATHS = ["payment.card_number", "messages.*.additional_kwargs.api_key"]
+
+# The request fault tests' web process: terminations of its own backend between a
+# request's queries (tests/helpers/terminations.py), asked for by a header.
+if os.environ.get("DURABLE_TEST_TERMINATIONS") == "1":
+    MIDDLEWARE = ["tests.helpers.terminations.TerminateAtQuery", *MIDDLEWARE]  # noqa: F405

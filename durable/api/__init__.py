@@ -23,7 +23,11 @@ unknown thread, run or assistant, or for a path that is no route of this API, 40
 state for the request (a busy thread under ``reject``, a run that already ended, an
 ``assistant_id`` that exists already, a graph's default assistant to change), 422 for
 any other input that is not acceptable (a body that is not a JSON object, ``true`` for a
-number), 500 for a failure of the server. A refused request changes nothing. A body must
+number), 500 for a failure of the server, 503 with ``Retry-After`` (seconds) when the
+database failed under the request (a connection lost, the server restarting): a request
+that only reads was tried again once on a new connection before that; one that writes
+may or may not have been carried out (what it had not committed was undone), so look
+before sending it again. A refused request changes nothing. A body must
 be sent as ``application/json`` (415 otherwise), but a request with its key in
 ``x-api-key``, which no cross-site form can send, may send JSON under any Content-Type.
 This document lists, for each operation, the refusals that apply to it and the body of

@@ -11,7 +11,9 @@ Which apply (the API's description, ``durable/api/__init__.py``, says when each 
 - 404 on every operation whose path names a thread, run, assistant or checkpoint, or
   whose body names an assistant or a thread (``assistant_id``, ``thread_id``);
 - 409 on every operation that changes a thread or a run (a busy thread, an ended run);
-- 422 on every operation that takes any input (path, query or body).
+- 422 on every operation that takes any input (path, query or body);
+- 503 (with ``Retry-After``) on every operation that needs a token, which the database
+  holds: the database failed under the request (a read is tried again first).
 
 A refusal the rules do not foresee is declared by its route, in its ``openapi_extra``
 (``refusal``), and gets its body here like the others."""
@@ -24,6 +26,11 @@ from durable.api.answers import ErrorResponse
 
 ERROR_REF = f"#/components/schemas/{ErrorResponse.__name__}"
 
+# The 503's header: when to send the request again.
+RETRY_AFTER = {
+    "description": "Seconds to wait before sending the request again.",
+    "schema": {"type": "integer"},
+}
 # The last path segment of a POST that only reads (a search, a count, a state at a
 # checkpoint): such an operation changes nothing, so no 403 or 409.
 READS = {"search", "count", "history", "checkpoint", "namespaces", "versions"}
@@ -53,6 +60,8 @@ def describe_refusals(document: dict) -> dict:
                 answer = responses.pop(status, None) or responses.pop(str(status), None) or {}
                 answer.setdefault("description", HTTPStatus(status).phrase)
                 answer.setdefault("content", {"application/json": {"schema": {"$ref": ERROR_REF}}})
+                if status == 503:
+                    answer.setdefault("headers", {"Retry-After": RETRY_AFTER})
                 responses[status] = answer
     return document
 
@@ -65,7 +74,7 @@ def _refusals(path: str, method: str, operation: dict, schemas: dict) -> set[int
     parameters = operation.get("parameters") or []
     changes = method != "get" and not (method == "post" and path.rsplit("/", 1)[-1] in READS)
     if operation.get("security"):
-        found.add(401)
+        found |= {401, 503}
         if changes:
             found.add(403)
     if body:

@@ -17,8 +17,9 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.renderers import JSONRenderer
 
-from durable import engine
+from durable import engine, request_faults
 from durable.api.document import describe_refusals
+from durable.db import is_fault
 from durable.models import Run, Thread
 from durable.redaction import redact
 
@@ -209,9 +210,22 @@ def _gone(request, exc):
     return error(request, 404, "Not found: it was deleted while this request ran.", field)
 
 
+def unavailable(request, exc: BaseException) -> HttpResponse:
+    """503 with ``Retry-After`` for a fault of the database (``durable.request_faults``),
+    noted on the request so that the project's middleware may try a read again."""
+    request_faults.note(request, exc)
+    answer = error(request, 503, request_faults.describe(exc))
+    answer["Retry-After"] = str(request_faults.RETRY_AFTER_SECONDS)
+    return answer
+
+
 def _server_error(request, exc: Exception):
     """Anything else is a failure of the server: logged, and a JSON 500 (ninja's
-    default sends a plain-text traceback under DEBUG)."""
+    default sends a plain-text traceback under DEBUG); a fault of the database itself
+    (a connection lost, the server restarting) is a 503 (``unavailable``)."""
+    if is_fault(exc):
+        logger.warning("%s %s: database fault (%s)", request.method, request.path, exc)
+        return unavailable(request, exc)
     logger.exception("%s %s failed", request.method, request.path, exc_info=exc)
     return error(request, 500, "Internal server error.")
 
@@ -249,6 +263,7 @@ def handle_errors(api: NinjaAPI) -> None:
     """Answer every exception a route raises with ``error``: ``ApiError`` as it says,
     the engine's ``InvalidRequest`` as 422 (409 for a thread or run in the wrong state),
     ninja's validation and parse errors naming the field, a thread or run that another
-    request deleted meanwhile as a 404, anything else a logged 500."""
+    request deleted meanwhile as a 404, a fault of the database a 503, anything else a
+    logged 500."""
     for exc_class, handler in _HANDLERS.items():
         api.add_exception_handler(exc_class, handler)

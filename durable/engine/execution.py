@@ -58,17 +58,26 @@ PUSH = "__pregel_push"
 LAST = (2, 0)  # the rank of an interrupt whose task did not say it started
 
 
-def execute(run_id: int, *, worker: str = "") -> str:
+def execute(run_id: int, *, worker: str = "", queue: str = "") -> str:
     """Claim run ``run_id`` for ``worker`` (its Celery node name), stream its graph, and
     record the outcome. Returns the run's status afterwards, or ``"missing"`` when the
-    run no longer exists. A run that is not pending, or that must wait for an earlier
-    run of its thread, is left as it is. What is logged meanwhile carries the run's
-    fields (``durable.logcontext``)."""
+    run is not in the database (logged once, with ``queue``, the queue its message came
+    from). A run that is not pending, or that must wait for an earlier run of its
+    thread, is left as it is. What is logged meanwhile carries the run's fields
+    (``durable.logcontext``)."""
     with logcontext.bound(run_id=run_id):
         lease = conf.DURABLE_RUN_LEASE_SECONDS
         run, claimed = sql.retrying(records.claim, run_id, worker or "worker", lease)
         if run is None:
-            logger.warning("run %s no longer exists", run_id)
+            # A run deleted since it was sent, or the message of another deployment
+            # whose workers share this broker and queue (DURABLE_QUEUE tells them apart).
+            logger.warning(
+                "run %s is not in this deployment's database; its message from queue %r"
+                " is dropped (the run was deleted, or another deployment shares this"
+                " broker and queue: give each its own DURABLE_QUEUE)",
+                run_id,
+                queue or conf.DURABLE_QUEUE,
+            )
             return "missing"
         if not claimed:
             return run.status

@@ -36,7 +36,8 @@ logger = logging.getLogger(__name__)
 @shared_task(name=RUN_TASK, bind=True)
 def execute_run(self, run_id: int) -> str:
     """Execute run ``run_id`` in this worker; returns the run's status afterwards."""
-    return execution.execute(run_id, worker=self.request.hostname or "")
+    queue = (self.request.delivery_info or {}).get("routing_key") or ""
+    return execution.execute(run_id, worker=self.request.hostname or "", queue=queue)
 
 
 @shared_task(name=RETENTION_TASK)

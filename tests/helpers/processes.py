@@ -92,13 +92,16 @@ ENGINE_TIMINGS = {
 
 
 def worker_env(broker: str | None = None) -> dict:
-    """The environment of a process the tests start: the test database and broker (or
-    ``broker``), the tests' graphs (``DURABLE_EXTRA_GRAPHS``), the short
+    """The environment of a process the tests start: the test database, broker (or
+    ``broker``) and queue, the tests' graphs (``DURABLE_EXTRA_GRAPHS``), the short
     ``ENGINE_TIMINGS``, webhooks allowed to this machine."""
     env = dict(os.environ)
     env.update(
         DATABASE_URL=_database_url(),
         CELERY_BROKER_URL=broker or broker_url(),
+        # This process's queue: derived from the test database's name, a process given
+        # that name as its DATABASE_URL would take another (``durable.conf.queue_for``).
+        DURABLE_QUEUE=settings.DURABLE_QUEUE,
         DJANGO_SETTINGS_MODULE="tests.settings",
         PYTHONUNBUFFERED="1",
         # libpq names every PostgreSQL connection of the worker, so tests can count them.
@@ -255,7 +258,7 @@ class _Served:
 class WebProcess(_Served):
     """uvicorn serving ``dashboard.asgi:application`` at ``.url``, as ``make run`` serves
     the console, with a pool of ``WEB_POOL_SIZE`` connections; ``broker`` as for
-    ``WorkerProcess``."""
+    ``WorkerProcess``; ``settings``, more of its environment."""
 
     def __init__(self, log_path: Path, broker: str | None = None, **settings: str):
         super().__init__(log_path)
