@@ -308,9 +308,11 @@ def _validator(schema: dict):
 def check_request(request: RunRequest, thread: Thread | None) -> None:
     """The rules of a run request that hold whatever surface asked: a thread runs its own
     graph (``graph``: "Thread 'x' runs graph 'a', not 'b'."), input or a command, not
-    both (``input``), and what a past checkpoint accepts: no input (``input``), only a
-    resume (``goto``, ``update``), given again on an idle thread (``multitask_strategy``).
-    The options' own checks follow in ``run_options`` and ``options.graph_options``."""
+    both (``input``), and what a past checkpoint accepts of a command: only a resume
+    (``goto``, ``update``), given again on an idle thread (``multitask_strategy``). Input
+    at a past checkpoint is taken, as LangGraph's ``stream(input, config)`` takes it with
+    the config of a checkpoint: applied there, on a new branch. The options' own checks
+    follow in ``run_options`` and ``options.graph_options``."""
     graph = request.graph
     if thread is not None and thread.graph and graph and thread.graph != graph:
         raise InvalidRequest(
@@ -323,10 +325,6 @@ def check_request(request: RunRequest, thread: Thread | None) -> None:
     if request.checkpoint_id is None:
         return
     if resume is None:
-        if request.input is not None:
-            raise InvalidRequest(
-                "input", "A run from a past checkpoint takes no input; fork with update_state."
-            )
         return
     if resume.goto is not None or resume.update is not None:
         raise InvalidRequest(

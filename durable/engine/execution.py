@@ -203,8 +203,8 @@ class _Execution:
             self._stream(run.input, None)
         elif run.kind == Run.Kind.RESUME:
             self._resume()
-        else:  # fork and replay start from their checkpoint with no input
-            self._stream(None, run.checkpoint_id)
+        else:  # fork and replay start from their checkpoint, a fork with input there
+            self._stream(run.input, run.checkpoint_id)
 
     def _go_on_from(self, own: str) -> None:
         """A later attempt: go on from the last checkpoint this run saved, as LangGraph

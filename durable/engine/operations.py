@@ -330,6 +330,8 @@ def _audited(action: str, run: Run, answers: list | None = None, **checkpoints: 
     for key in ("goto", "update"):  # a command's own, beside its answers
         if run.command and run.command.get(key) is not None:
             detail[key] = run.command[key]
+    if run.kind == Run.Kind.FORK and run.input is not None:  # what a branch starts with
+        detail["input"] = run.input
     if answers is not None:
         detail["answers"] = answers
     audit.record(

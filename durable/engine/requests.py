@@ -54,7 +54,8 @@ class RunRequest:
     (``resolve_assistant``: its graph, and its config and context merged under the
     request's, which ``on_assistant`` puts in ``config`` and ``context``); ``input`` (a
     JSON object) or ``resume``; ``checkpoint_id``, the past checkpoint it starts from
-    (a replay, or with ``resume`` an answer given again). The run's options:
+    (a replay; with ``input`` a new branch from there; with ``resume`` an answer given
+    again). The run's options:
     ``stream_modes`` (``checks.STREAM_MODES``), breakpoints (``"*"`` or node names),
     ``durability``, ``webhook``, ``metadata``, ``config``, ``context``,
     ``multitask_strategy``, ``after_seconds`` and ``requested_by`` (a user or a string).
@@ -93,11 +94,14 @@ class RunRequest:
     @property
     def kind(self) -> str:
         """What the request asks: ``start`` (input, or none: go on from the thread's
-        next tasks), ``resume``, ``replay`` (a past checkpoint, no resume) or
-        ``answer_again`` (a resume at a past checkpoint)."""
+        next tasks), ``resume``, ``replay`` (a past checkpoint, no input, no resume),
+        ``branch`` (input at a past checkpoint) or ``answer_again`` (a resume at a past
+        checkpoint)."""
         if self.resume is not None:
             return "answer_again" if self.checkpoint_id is not None else "resume"
-        return "replay" if self.checkpoint_id is not None else "start"
+        if self.checkpoint_id is None:
+            return "start"
+        return "replay" if self.input is None else "branch"
 
     def replace(self, **changes: Any) -> RunRequest:
         return dataclasses.replace(self, **changes)

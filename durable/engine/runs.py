@@ -1,5 +1,5 @@
 """The requests for a run: ``submit`` takes a ``RunRequest`` (``durable.engine.requests``)
-and starts, resumes, replays or answers again as it asks; ``start``, ``resume``,
+and starts, resumes, replays, branches or answers again as it asks; ``start``, ``resume``,
 ``replay`` and ``answer_again`` build one from their keywords, as the console and the
 tests call them. Each is checked before anything is written (``checks.check_request``,
 then the options: ``options.run_fields``) and writes a ``pending`` Run, recorded in
@@ -47,7 +47,7 @@ def submit(
 ) -> Run:
     """The run ``request`` asks for (``request.kind``): ``start`` on ``thread`` or on
     ``tenant``'s thread ``name`` (created if missing; neither: a new thread), or
-    ``resume``, ``replay`` or ``answer_again`` on ``thread``. ``cron`` is the ``Cron``
+    ``resume``, ``replay``, ``branch`` or ``answer_again`` on ``thread``. ``cron`` is the ``Cron``
     whose fire asks for it. Returns the pending Run. Raises ``InvalidRequest`` (see
     ``checks.check_request`` and each kind's own function below)."""
     check_request(request, thread)
@@ -61,6 +61,8 @@ def submit(
         return _resume(thread, request)
     if kind == "replay":
         return _replay(thread, request)
+    if kind == "branch":
+        return _branch(thread, request)
     return _answer_again(thread, request)
 
 
@@ -223,6 +225,37 @@ def _replay(thread: Thread, request: RunRequest) -> Run:
         _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
         created = _submit(thread, kind=Run.Kind.REPLAY, checkpoint_id=checkpoint_id, **options)
         return _audited(audit.Action.REPLAY, created)
+
+
+def _branch(thread: Thread, request: RunRequest) -> Run:
+    """Input at a past checkpoint (Agent Chat UI's edit of a sent message: the edited
+    message at the checkpoint before it): a ``fork`` run that streams the input with that
+    checkpoint's config, as LangGraph's ``stream(input, config)`` does with a
+    ``checkpoint_id``, which drops the checkpoint's next tasks, applies the input and
+    saves an ``input`` checkpoint on a new branch from there (``langgraph/pregel/
+    _loop.py``, ``_first``); the old branch stays. Nothing is written before the run
+    executes, so as a replay it may wait behind an active run. Checked as a start's
+    input (``input``) and a replay's checkpoint (``checkpoint_id``, ``graph_version``);
+    audited as a fork. Returns the pending Run (kind ``fork``, ``checkpoint_id`` and
+    ``forked_from`` = the past checkpoint)."""
+    checkpoint_id = request.checkpoint_id
+    checkpoint_config(thread, checkpoint_id)
+    compiled = graph_of(thread)
+    check_input(compiled, request.input)
+    check_fits(thread, checkpoint_id)
+    options = run_fields(request, compiled)
+    with transaction.atomic():
+        thread = lock_thread(thread)
+        _check_rollback_base(thread, checkpoint_id, options["multitask_strategy"])
+        created = _submit(
+            thread,
+            kind=Run.Kind.FORK,
+            input=request.input,
+            checkpoint_id=checkpoint_id,
+            forked_from=checkpoint_id,
+            **options,
+        )
+        return _audited(audit.Action.FORK, created)
 
 
 def answer_again(

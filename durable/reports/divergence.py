@@ -176,8 +176,10 @@ def run_divergence(run: Run) -> Divergence:
     that has not run yet: its update). Another kind of run, or one that has written no
     checkpoint yet, made no branch: ``no_fork``."""
     head = _own_latest_checkpoint(run)
-    if head is None and run.kind != Run.Kind.REPLAY and run.checkpoint_id:
-        head = run.checkpoint_id
+    # A fork's own first checkpoint is its update; a fork with input (``forked_from`` its
+    # checkpoint_id) writes its first when it runs.
+    if head is None and run.kind != Run.Kind.REPLAY and run.checkpoint_id != run.forked_from:
+        head = run.checkpoint_id or None
     branches = run.kind in (Run.Kind.REPLAY, Run.Kind.FORK) or bool(run.forked_from)
     if head is None or not branches:
         return Divergence(NO_FORK, head)

@@ -125,7 +125,6 @@ def test_each_rule_of_a_run_request_is_worded_in_one_module_only():
     checks_py = {"durable/engine/checks.py"}
     assert _written_in("runs graph {") == checks_py
     assert _written_in("Send either input or command") == checks_py
-    assert _written_in("A run from a past checkpoint takes no input") == checks_py
     assert _written_in("A command from a past checkpoint takes only resume") == checks_py
     assert _written_in("An answer given again forks the thread") == checks_py
     assert _written_in("Unknown stream mode(s)") == checks_py
