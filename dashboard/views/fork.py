@@ -35,6 +35,7 @@ def _form(request, thread, snapshot, checkpoint_id, data):
         data,
         migration=migration,
         schema=engine.state_schema(thread),
+        step=snapshot.metadata.get("step"),
     )
     return form, shape, wrote, migration
 
