@@ -30,7 +30,7 @@ from langgraph.types import Command, Interrupt, Send
 
 from durable import conf, logcontext
 from durable import db as sql
-from durable.engine import policy, queue, records, versions, webhooks
+from durable.engine import policy, queue, records, versions
 from durable.engine.buffer import EventBuffer
 from durable.engine.lease import LOST, Lease
 from durable.engine.state import config_for
@@ -154,10 +154,7 @@ class _Execution:
                 else:
                     logger.exception("run %s failed", run.pk)
                     outcome = functools.partial(self._failed, exc)
-        status = outcome()
-        if run.webhook and status in Run.FINAL:  # once the outcome is committed
-            webhooks.post(run.pk)
-        return status
+        return outcome()
 
     def _abandoned(self, exc: Exception) -> str:
         """The attempt stopped on a fault of the database: back to pending, enqueued now,
@@ -416,6 +413,7 @@ class _Execution:
             return sql.retrying(roll_back, self.run)
         if outcome == records.QUEUED:
             sql.retrying(queue.dispatch_next, self.run.thread_pk)
+        queue.send(policy.ended(self.run))  # once the outcome is committed
         return status
 
 
@@ -513,7 +511,7 @@ def end(run: Run, status: str, **fields) -> str:
         if not changed:
             return LOST
         RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, _ended_event(status, fields))
-        queue.send(policy.settle_thread(run.thread_pk, status))
+        queue.send(policy.settle_thread(run.thread_pk, status) | policy.ended(run))
     return status
 
 

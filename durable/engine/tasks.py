@@ -27,8 +27,8 @@ from celery.signals import (
 from django.db import connections
 
 from durable import conf, logcontext, retention
-from durable.engine import crons, execution, lease, recovery
-from durable.tasknames import CRON_TASK, RETENTION_TASK, RUN_TASK
+from durable.engine import crons, execution, lease, recovery, webhooks
+from durable.tasknames import CRON_TASK, RETENTION_TASK, RUN_TASK, WEBHOOK_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,18 @@ logger = logging.getLogger(__name__)
 def execute_run(self, run_id: int) -> str:
     """Execute run ``run_id`` in this worker; returns the run's status afterwards."""
     return execution.execute(run_id, worker=self.request.hostname or "")
+
+
+@shared_task(name=WEBHOOK_TASK, bind=True, max_retries=webhooks.ATTEMPTS - 1)
+def post_webhook(self, run_id: int) -> str:
+    """Post run ``run_id``'s outcome to its webhook (``webhooks.post``): one attempt,
+    then, while attempts are left, the task again ``webhooks.backoff`` seconds later
+    (an ETA: no pool slot is held meanwhile). Returns ``webhooks.DONE`` or ``GIVE_UP``."""
+    attempt = self.request.retries + 1
+    said = webhooks.post(run_id, attempt)
+    if said == webhooks.AGAIN:
+        raise self.retry(countdown=webhooks.backoff(attempt))
+    return said
 
 
 @shared_task(name=RETENTION_TASK)
