@@ -200,6 +200,12 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
+# How long the prefork pool waits, once a pool process has died, for a result it may
+# have sent before it tells the main process (WorkerLostError, task_failure): Celery's
+# 10 s would be most of a killed run's recovery, and a run's task has no result to wait
+# for (its outcome is its row). On that signal the worker recovers the run at once
+# (durable.engine.tasks), without waiting for its lease to expire.
+CELERY_WORKER_LOST_WAIT = 1.0
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A worker waits out a broker outage of any length (Celery's default gives up after 100
 # attempts, and the worker exits): runs are in the database, and it sends them when the

@@ -20,6 +20,7 @@ from dashboard.views import (
     operations,
     runs,
     store,
+    tenant,
     threads,
 )
 from durable.api import api
@@ -113,6 +114,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("tenant/", tenancy.switch_tenant, name="switch-tenant"),
+    path("tenant/settings/", tenant.tenant_settings, name="tenant-settings"),
     path("admin/", admin.site.urls),
     # The Agent Server-shaped API, with its OpenAPI docs at /api/docs.
     path("api/", api.urls),

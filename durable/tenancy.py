@@ -1,5 +1,5 @@
-"""Tenants' API tokens (made, recognised and revoked here), who may act, and who may
-read every tenant.
+"""Tenants' API tokens (made, recognised and revoked here), who may act, who may
+read every tenant, and a tenant's own settings (``set_overdue_after``, audited).
 
 A token is ``dur_`` followed by 43 URL-safe characters (32 random bytes). Only its
 SHA-256 digest is stored (``ApiToken.digest``); the token itself is returned once, by
@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 
+from django.db import transaction
 from django.utils import timezone
 
-from durable.models import ApiToken, Role, Tenant
+from durable import audit
+from durable.models import ApiToken, AuditEvent, Role, Tenant
 
 PREFIX = "dur_"
 # A staff user with this permission reads every tenant, in the console and the admin.
@@ -83,8 +86,42 @@ def is_auditor(user) -> bool:
     return user.is_active and user.has_perm(AUDITOR_PERMISSION)
 
 
+def may_configure(role: str | None) -> bool:
+    """Whether a member of role ``role`` may change the tenant's settings: admins only."""
+    return role == Role.ADMIN
+
+
+def set_overdue_after(
+    tenant: Tenant, overdue_after: timedelta, *, requested_by=None, reason: str = ""
+) -> bool:
+    """Set how long an interrupt waits before the inbox marks it overdue; the change is
+    audited (``tenant_settings``, ``detail``: ``{"overdue_after": [before, after]}`` in
+    seconds) in the same transaction. Returns False, writing nothing, when it is the
+    value already set. Raises ``django.core.exceptions.ValidationError`` (the model's
+    bounds: more than zero, at most ``OVERDUE_AFTER_MAX``) with nothing changed."""
+    with transaction.atomic():
+        row = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        before = row.overdue_after
+        row.overdue_after = overdue_after
+        row.full_clean(validate_unique=False, validate_constraints=False)
+        if before == overdue_after:
+            return False
+        row.save(update_fields=["overdue_after"])
+        audit.record(
+            AuditEvent.Action.TENANT_SETTINGS,
+            actor=requested_by,
+            tenant=row,
+            reason=reason,
+            detail={"overdue_after": [before.total_seconds(), overdue_after.total_seconds()]},
+        )
+    tenant.overdue_after = overdue_after
+    return True
+
+
 __all__ = [
     "AUDITOR_PERMISSION",
+    "may_configure",
+    "set_overdue_after",
     "create_token",
     "authenticate",
     "revoke",

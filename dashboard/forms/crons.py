@@ -6,6 +6,8 @@ from __future__ import annotations
 from django import forms
 
 from dashboard.forms.fields import no_nul, parse_json
+from durable.engine.checks import InvalidRequest
+from durable.engine.crons import check_schedule, check_timezone
 
 # The engine's field names, as this form names them.
 FIELDS = {
@@ -48,6 +50,21 @@ class CronForm(forms.Form):
         choices=[("delete", "delete its thread"), ("keep", "keep its thread")],
         initial="delete",
     )
+
+    # The engine's own checks, here too, so that each field says what is wrong with it
+    # at once: the engine stops at the first refusal, and a form of two bad fields
+    # would show one error, then the other after it was corrected.
+    def clean_schedule(self):
+        return self._checked(check_schedule, "schedule")
+
+    def clean_timezone(self):
+        return self._checked(check_timezone, "timezone")
+
+    def _checked(self, check, name: str):
+        try:
+            return check(self.cleaned_data[name])
+        except InvalidRequest as exc:
+            raise forms.ValidationError(exc.message) from None
 
     def clean_input(self):
         return parse_json(self.cleaned_data["input"], "The input is")

@@ -101,10 +101,21 @@ class OverdueFilter(django_filters.Filter):
         return waiting.overdue(qs) if value else qs
 
 
+class WaitingFilter(django_filters.Filter):
+    """``?waiting=on``: only the threads waiting for an answer, as the inbox counts them
+    (``durable.reports.waiting.awaiting_answer``)."""
+
+    field_class = forms.BooleanField
+
+    def filter(self, qs, value):
+        return waiting.awaiting_answer(qs) if value else qs
+
+
 class ThreadFilter(django_filters.FilterSet):
     """Threads by status, graph, metadata ``key=value`` (all must hold), updated time
     range, a piece of the thread id (``q``), drift from the deployed graph (``drift``) and
-    diagnosis (``durable.reports.diagnosis``) and interrupts waiting overdue (``overdue``)."""
+    diagnosis (``durable.reports.diagnosis``), interrupts waiting (``waiting``) and waiting
+    overdue (``overdue``)."""
 
     status = django_filters.ChoiceFilter(choices=Thread.Status.choices, empty_label="any")
     graph = django_filters.ChoiceFilter(choices=[], empty_label="any")
@@ -120,6 +131,7 @@ class ThreadFilter(django_filters.FilterSet):
     )
     drift = DriftFilter(label="No longer fits the deployed graph", required=False)
     overdue = OverdueFilter(label="Interrupt overdue", required=False)
+    waiting = WaitingFilter(label="Waiting for an answer", required=False)
     diagnosis = django_filters.ChoiceFilter(
         choices=DIAGNOSES, empty_label="any", method="by_diagnosis", label="Diagnosis"
     )

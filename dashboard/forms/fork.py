@@ -17,6 +17,7 @@ from typing import Any
 
 from django import forms
 from django.forms import BoundField
+from langgraph.constants import START
 
 from dashboard.forms.fields import parse_json, reason_field
 from dashboard.forms.schema_form import MISSING, SchemaFields
@@ -35,9 +36,11 @@ MESSAGE_KEEPS = ("name", "tool_call_id", "tool_calls", "additional_kwargs", "res
 
 class ForkForm(forms.Form):
     """Fork at a checkpoint: ``as_node`` (one of the graph's nodes, by default the
-    first node that wrote the checkpoint), a ``reason``, ``run_after``, and per state
-    key a JSON box ``state-<key>``, with a typed input or a transcript where the state
-    schema (``schema``: ``{key: JSON schema}``) allows.
+    first node that wrote the checkpoint; ``__start__`` for the input checkpoint, which
+    no node wrote (``step`` -1), as LangGraph's ``update_state`` infers there), a
+    ``reason``, ``run_after``, and per state key a JSON box ``state-<key>``, with a
+    typed input or a transcript where the state schema (``schema``: ``{key: JSON
+    schema}``) allows.
 
     A key whose channel replaces its value starts with the value at the checkpoint;
     a key whose channel combines updates with a reducer starts empty (what is written
@@ -69,12 +72,17 @@ class ForkForm(forms.Form):
         *args,
         migration=None,
         schema: dict | None = None,
+        step: int | None = None,
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
         self.fields["reason"] = reason_field("Say why you fork: the reason is kept with it.")
         self.fields["as_node"].choices = [("", "Choose a node")] + [(n, n) for n in shape.nodes]
-        self.fields["as_node"].initial = next((w for w in writers if w in shape.nodes), "")
+        # No node wrote the thread's input checkpoint (step -1), and no node has seen a
+        # channel there: LangGraph's update_state, given no as_node, counts the update
+        # as the graph's input node.
+        first = START if step == -1 and START in shape.nodes else ""
+        self.fields["as_node"].initial = next((w for w in writers if w in shape.nodes), first)
         prefill = migration.values if migration else {}
         # What the form's own first values change (a migration's), before any edit.
         self.initial_values = dict(prefill) or None

@@ -220,7 +220,7 @@ def waiting_chart(waiting: stats.Waiting) -> dict:
             band.threads,
             str(band.threads),
             threads_url(
-                status=Thread.Status.INTERRUPTED,
+                waiting="on",
                 updated_after=at(band.after) if band.after else "",
                 updated_before=at(band.before),
             ),

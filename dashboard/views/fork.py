@@ -35,6 +35,7 @@ def _form(request, thread, snapshot, checkpoint_id, data):
         data,
         migration=migration,
         schema=engine.state_schema(thread),
+        step=snapshot.metadata.get("step"),
     )
     return form, shape, wrote, migration
 
@@ -120,7 +121,9 @@ def preview(thread, checkpoint_id: str, form: ForkForm) -> dict:
     from the checkpoint's state to the fork's, masked), ``preview_next`` (the nodes
     LangGraph would run), ``preview_as_node``; or ``preview_refused`` (the form's errors
     or the graph's refusal, also put on the form's field at fault);
-    ``preview_run_refused``: why "Fork and run" would be refused (``""``: it would run).
+    ``preview_run_refused``: why "Fork and run" would be refused (``""``: it would run);
+    ``preview_run_off``: why the "Fork and run" button is disabled (either refusal),
+    absent when it is enabled.
     ``preview_fields``:
     ``(field name, errors)`` of each field the preview marks."""
     as_node = form["as_node"].value() or None
@@ -141,6 +144,18 @@ def preview(thread, checkpoint_id: str, form: ForkForm) -> dict:
             result["preview_next"] = found.next
             result["preview_run_refused"] = found.run_refused
     result["preview_refused"] = any(n != "reason" for n in form.errors)
+    # "Fork and run" is off while either would refuse it: the update itself (the fork
+    # would be refused whichever button is pressed), or a run that would run nothing.
+    if result["preview_refused"]:
+        result["preview_run_off"] = (
+            "The graph would refuse this update, so “Fork and run” is off until the "
+            "errors shown are corrected."
+        )
+    elif result.get("preview_run_refused"):
+        result["preview_run_off"] = (
+            "Nothing would run after this update, so “Fork and run” would be refused: "
+            "use “Only add the checkpoint”."
+        )
     result["preview_fields"] = [
         (name, form.errors.get(name, []))
         for name in form.fields

@@ -30,7 +30,7 @@ from langgraph.types import Command, Interrupt
 
 from durable import conf, logcontext
 from durable import db as sql
-from durable.engine import policy, queue, records, requests, versions, webhooks
+from durable.engine import policy, queue, records, requests, versions
 from durable.engine.buffer import EventBuffer
 from durable.engine.checks import langgraph_mode
 from durable.engine.lease import LOST, Lease
@@ -166,10 +166,7 @@ class _Execution:
                 else:
                     logger.exception("run %s failed", run.pk)
                     outcome = functools.partial(self._failed, exc)
-        status = outcome()
-        if run.webhook and status in Run.FINAL:  # once the outcome is committed
-            webhooks.post(run.pk)
-        return status
+        return outcome()
 
     def _abandoned(self, exc: Exception) -> str:
         """The attempt stopped on a fault of the database: back to pending, enqueued now,
@@ -438,6 +435,7 @@ class _Execution:
             return sql.retrying(roll_back, self.run)
         if outcome == records.QUEUED:
             sql.retrying(queue.dispatch_next, self.run.thread_pk)
+        queue.send(policy.ended(self.run))  # once the outcome is committed
         return status
 
 
@@ -518,7 +516,7 @@ def end(run: Run, status: str, **fields) -> str:
         if not changed:
             return LOST
         RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, _ended_event(status, fields))
-        queue.send(policy.settle_thread(run.thread_pk, status))
+        queue.send(policy.settle_thread(run.thread_pk, status) | policy.ended(run))
     return status
 
 

@@ -34,15 +34,27 @@ class Sends:
     ``revoke`` the messages (task ids) of pending runs that ended or were deleted,
     dispatch the next run of each thread in ``next_of`` (thread primary keys), and send
     the messages of the ``ready`` runs, written already marked as dispatched
-    (``records.dispatched``)."""
+    (``records.dispatched``), and post the outcome of the ``webhooks`` runs (ids: runs
+    that ended with a webhook)."""
 
     revoke: list[str] = field(default_factory=list)
     next_of: list[int] = field(default_factory=list)
     ready: list[Run] = field(default_factory=list)
+    webhooks: list[int] = field(default_factory=list)
 
     def __or__(self, other: Sends) -> Sends:
         next_of = self.next_of + [pk for pk in other.next_of if pk not in self.next_of]
-        return Sends(self.revoke + other.revoke, next_of, self.ready + other.ready)
+        return Sends(
+            self.revoke + other.revoke,
+            next_of,
+            self.ready + other.ready,
+            self.webhooks + other.webhooks,
+        )
+
+
+def ended(run: Run) -> Sends:
+    """What to send for ``run``, which has just ended: its webhook, if it has one."""
+    return Sends(webhooks=[run.pk] if run.webhook else [])
 
 
 def active_runs(thread: Thread) -> list[Run]:
@@ -162,7 +174,7 @@ def end_pending(run: Run, status: str, detail: str) -> Sends:
         return Sends()
     RunEvent.objects.append(run.pk, RunEvent.LIFECYCLE, {"status": status, "detail": detail})
     revoke = Sends(revoke=[run.task_id] if run.task_id else [])
-    return revoke | settle_thread(run.thread_pk, status)
+    return revoke | ended(run) | settle_thread(run.thread_pk, status)
 
 
 # The thread's status after a run that ended so, when no other run of the thread is active.

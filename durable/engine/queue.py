@@ -25,7 +25,7 @@ from durable import conf
 from durable.engine import records
 from durable.engine.policy import Sends, next_run
 from durable.models import Run, Thread
-from durable.tasknames import RUN_TASK
+from durable.tasknames import RUN_TASK, WEBHOOK_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -178,6 +178,22 @@ def send(sends: Sends) -> None:
         transaction.on_commit(lambda run=run: _take_or_send(run))
     for thread_pk in sends.next_of:
         transaction.on_commit(lambda pk=thread_pk: dispatch_next(pk))
+    for run_id in sends.webhooks:
+        send_webhook(run_id)
+
+
+def send_webhook(run_id: int) -> None:
+    """Send ``post_webhook(run_id)`` (``tasks.post_webhook``) once the current
+    transaction commits: the run's outcome, committed, goes to its webhook from a task
+    of its own. A send that fails is logged: the outcome stands, and is not posted."""
+
+    def post():
+        try:
+            current_app.send_task(WEBHOOK_TASK, args=[run_id], retry_policy=_ONE_ATTEMPT)
+        except Exception:
+            logger.warning("run %s: webhook task not sent", run_id, exc_info=True)
+
+    transaction.on_commit(post)
 
 
 def can_ping_workers() -> bool:

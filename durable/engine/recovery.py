@@ -69,6 +69,21 @@ def reap(limit: int = 100) -> dict[str, int]:
     return counts
 
 
+def process_lost(lost: list[tuple[int, str]]) -> int:
+    """The pool processes that ran these ``(run_id, hostname)`` died (Celery reported
+    ``WorkerLostError`` to the worker's main process): their runs' leases expire now, so
+    that the ``reap`` that follows recovers them at once rather than a lease later.
+    Only a run still ``running`` under that worker is touched: one recovered meanwhile
+    is another attempt's. Returns how many leases expired."""
+    now = timezone.now()
+    expired = 0
+    for run_id, hostname in lost:
+        expired += Run.objects.filter(
+            pk=run_id, status=Run.Status.RUNNING, worker=hostname, lease_expires_at__gt=now
+        ).update(lease_expires_at=now)
+    return expired
+
+
 def _settle_lost(run: Run) -> bool:
     """A running run with an expired lease: requeue it (True), or end it as its stop
     request says (False). Runs inside the reaper's transaction, holding the row."""

@@ -6,8 +6,13 @@ Besides the tasks its pool executes, each worker's main process runs the reaper
 from the moment the worker is ready until its shutdown begins. So recovery needs no
 Celery beat: as long as one worker lives, runs whose worker died are picked up again.
 Many reapers at once are safe (``reap`` claims rows with ``SELECT ... FOR UPDATE SKIP
-LOCKED``). While the worker shuts down, another thread asks its runs to drain, until it
-has stopped (``recovery.drain_worker``), and the drained runs are then handed back.
+LOCKED``). When a pool process dies mid-run (killed, out of memory), Celery tells the
+main process (``task_failure`` with ``WorkerLostError``, ``CELERY_WORKER_LOST_WAIT`` after
+the death): the run's lease expires there and then and the reaper passes at once
+(``recovery.process_lost``), so that the run goes on within seconds, not a lease later;
+a live run's lease is as long as ever. While the worker shuts down, another thread asks
+its runs to drain, until it has stopped (``recovery.drain_worker``), and the drained
+runs are then handed back.
 """
 
 import logging
@@ -15,8 +20,10 @@ import os
 import threading
 from contextlib import ExitStack, contextmanager
 
+from billiard.exceptions import WorkerLostError
 from celery import shared_task
 from celery.signals import (
+    task_failure,
     task_postrun,
     task_prerun,
     worker_process_init,
@@ -27,8 +34,8 @@ from celery.signals import (
 from django.db import connections
 
 from durable import conf, logcontext, retention
-from durable.engine import crons, execution, lease, recovery
-from durable.tasknames import CRON_TASK, RETENTION_TASK, RUN_TASK
+from durable.engine import crons, execution, lease, recovery, webhooks
+from durable.tasknames import CRON_TASK, RETENTION_TASK, RUN_TASK, WEBHOOK_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +45,18 @@ def execute_run(self, run_id: int) -> str:
     """Execute run ``run_id`` in this worker; returns the run's status afterwards."""
     queue = (self.request.delivery_info or {}).get("routing_key") or ""
     return execution.execute(run_id, worker=self.request.hostname or "", queue=queue)
+
+
+@shared_task(name=WEBHOOK_TASK, bind=True, max_retries=webhooks.ATTEMPTS - 1)
+def post_webhook(self, run_id: int) -> str:
+    """Post run ``run_id``'s outcome to its webhook (``webhooks.post``): one attempt,
+    then, while attempts are left, the task again ``webhooks.backoff`` seconds later
+    (an ETA: no pool slot is held meanwhile). Returns ``webhooks.DONE`` or ``GIVE_UP``."""
+    attempt = self.request.retries + 1
+    said = webhooks.post(run_id, attempt)
+    if said == webhooks.AGAIN:
+        raise self.retry(countdown=webhooks.backoff(attempt))
+    return said
 
 
 @shared_task(name=RETENTION_TASK)
@@ -82,6 +101,17 @@ def _in_pool_process(**kwargs):
     lease.mark_pool_child()
 
 
+@task_failure.connect
+def _pool_process_lost(sender=None, exception=None, args=(), kwargs=None, **rest):
+    """In the main process: the pool process running a run's task died."""
+    if getattr(sender, "name", None) != RUN_TASK or not isinstance(exception, WorkerLostError):
+        return
+    run_id = args[0] if args else (kwargs or {}).get("run_id")
+    hostname = getattr(getattr(sender, "request", None), "hostname", None)
+    if run_id is not None and hostname:
+        _main.process_lost(int(run_id), hostname)
+
+
 class _Every:
     """``job()`` now, then every ``seconds``, on a daemon thread of the worker's main
     process, until ``stop()``; each time inside ``database()``."""
@@ -89,6 +119,7 @@ class _Every:
     def __init__(self, name: str, seconds: float, job, database):
         self.name, self.seconds, self.job, self.database = name, seconds, job, database
         self._stopped = threading.Event()
+        self._woken = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
     def start(self) -> "_Every":
@@ -99,6 +130,11 @@ class _Every:
         """Ask it to stop after the pass under way (without waiting: safe in a signal
         handler)."""
         self._stopped.set()
+        self._woken.set()
+
+    def wake(self) -> None:
+        """Have the next pass start now (safe from any thread: sets an event)."""
+        self._woken.set()
 
     def join(self) -> None:
         self.stop()
@@ -111,11 +147,15 @@ class _Every:
                     self.job()
             except Exception:  # the database may be back at the next pass
                 logger.exception("%s failed; next pass in %g s", self.name, self.seconds)
-            if self._stopped.wait(self.seconds):
+            self._woken.wait(self.seconds)
+            self._woken.clear()
+            if self._stopped.is_set():
                 return
 
 
-def _reap() -> None:
+def _reap(lost: list[tuple[int, str]]) -> None:
+    if lost and (expired := recovery.process_lost(lost)):
+        logger.info("reaper: %s run(s) of a pool process that died, recovered now", expired)
     counts = recovery.reap()
     if any(counts.values()):
         logger.info("reaper: %s", counts)
@@ -143,6 +183,9 @@ class MainProcess:
         self._reaper: _Every | None = None
         self._drain: _Every | None = None
         self.drained: list[int] = []  # the runs asked to drain since the shutdown began
+        # (run id, hostname) of runs whose pool process died, for the reaper's next pass.
+        self._lost: list[tuple[int, str]] = []
+        self._lost_lock = threading.Lock()
 
     @contextmanager
     def database(self):
@@ -173,7 +216,22 @@ class MainProcess:
             )
             return
         seconds = float(conf.DURABLE_REAPER_INTERVAL_SECONDS)
-        self._reaper = _Every("reaper", seconds, _reap, self.database).start()
+        self._reaper = _Every("reaper", seconds, self._reap, self.database).start()
+
+    def _reap(self) -> None:
+        with self._lost_lock:
+            lost, self._lost = self._lost, []
+        _reap(lost)
+
+    def process_lost(self, run_id: int, hostname: str) -> None:
+        """The pool process running run ``run_id`` died: the reaper recovers it now
+        (from Celery's event loop: only a list and an event, no database here). Nothing
+        without the reaper (``DURABLE_REAPER_ENABLED`` off: no recovery at all)."""
+        if self._reaper is None:
+            return
+        with self._lost_lock:
+            self._lost.append((run_id, hostname))
+        self._reaper.wake()
 
     def shutting_down(self, hostname: str) -> None:
         """Warm shutdown (SIGTERM, SIGINT) began. The reaper stops: a worker that is

@@ -1,5 +1,8 @@
-"""Posting a run's outcome to the ``webhook`` its request named, once its worker has
-committed that outcome (``durable.engine.execution``).
+"""Posting a run's outcome to the ``webhook`` its request named, once that outcome is
+committed: by its worker (``durable.engine.execution``), by a cancel of a run no worker
+had taken (``policy.end_pending``), or by the reaper ending a run whose worker died.
+Each post is a Celery task of its own (``tasks.post_webhook``, sent by
+``queue.send_webhook``), so that a slow receiver holds no run's pool slot.
 
 The payload is the Agent Server's (``langgraph_api/webhook.py``, ``call_webhook``): the
 run (``run_id``, ``thread_id``, ``assistant_id``, ``created_at``, ``updated_at``,
@@ -8,15 +11,14 @@ run (``run_id``, ``thread_id``, ``assistant_id``, ``created_at``, ``updated_at``
 (``{"error", "message"}``) for a run that failed. A webhook is posted only to a host
 ``DURABLE_WEBHOOK_ALLOWED_HOSTS`` allows (checked again when sending: the setting may
 have changed since the request), redirects are not followed (they could lead anywhere),
-and a webhook that fails never changes the run: it is logged, after ``ATTEMPTS`` tries
-``BACKOFF_SECONDS`` apart (doubling).
+and a webhook that fails never changes the run: it is logged, after ``ATTEMPTS`` tries,
+the task retried ``backoff(n)`` seconds after its ``n``-th failure.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 import urllib.request
 from typing import Any
 
@@ -33,7 +35,7 @@ from durable.values import jsonable
 logger = logging.getLogger(__name__)
 
 ATTEMPTS = 3
-BACKOFF_SECONDS = 0.5
+BACKOFF_SECONDS = 1.0
 TIMEOUT_SECONDS = 10.0
 
 
@@ -67,34 +69,40 @@ def payload(run: Run) -> dict[str, Any]:
     return redact(json.loads(json.dumps(body, cls=DjangoJSONEncoder)))
 
 
-def post(run_id: int) -> bool:
-    """Post run ``run_id``'s outcome to its webhook, if it has one. Returns whether the
-    webhook answered 2xx; never raises."""
+# What one attempt says of the post: done (answered 2xx), or not to be tried again
+# (no webhook, a host no longer allowed), or to be tried again.
+DONE, GIVE_UP, AGAIN = "done", "give up", "again"
+
+
+def backoff(failures: int) -> float:
+    """Seconds before the next attempt after ``failures`` failed ones (doubling)."""
+    return BACKOFF_SECONDS * 2 ** max(0, failures - 1)
+
+
+def post(run_id: int, attempt: int = 1) -> str:
+    """One attempt (number ``attempt`` of ``ATTEMPTS``) to post run ``run_id``'s
+    outcome to its webhook, if it has one. Returns ``DONE``, ``GIVE_UP`` or ``AGAIN``
+    (the receiver failed, and attempts are left); never raises."""
     run = Run.objects.select_related("thread").filter(pk=run_id).first()
     if run is None or not run.webhook:
-        return False
+        return GIVE_UP
     try:
         check_webhook(run.webhook)
         data = json.dumps(payload(run)).encode()
     except InvalidRequest as exc:
         logger.warning("run %s: webhook not posted: %s", run_id, exc.message)
-        return False
+        return GIVE_UP
     except Exception:
         logger.exception("run %s: webhook payload could not be made", run_id)
-        return False
-    delay = BACKOFF_SECONDS
-    for attempt in range(1, ATTEMPTS + 1):
-        request = urllib.request.Request(
-            run.webhook, data=data, method="POST", headers={"Content-Type": "application/json"}
+        return GIVE_UP
+    request = urllib.request.Request(
+        run.webhook, data=data, method="POST", headers={"Content-Type": "application/json"}
+    )
+    try:
+        with _OPENER.open(request, timeout=TIMEOUT_SECONDS):
+            return DONE
+    except Exception as exc:  # the run's outcome stands whatever the receiver does
+        logger.warning(
+            "run %s: webhook attempt %s of %s failed: %s", run_id, attempt, ATTEMPTS, exc
         )
-        try:
-            with _OPENER.open(request, timeout=TIMEOUT_SECONDS):
-                return True
-        except Exception as exc:  # the run's outcome stands whatever the receiver does
-            logger.warning(
-                "run %s: webhook attempt %s of %s failed: %s", run_id, attempt, ATTEMPTS, exc
-            )
-        if attempt < ATTEMPTS:
-            time.sleep(delay)
-            delay *= 2
-    return False
+    return AGAIN if attempt < ATTEMPTS else GIVE_UP

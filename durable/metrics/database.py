@@ -53,6 +53,7 @@ from durable.models import (
     Tenant,
     Thread,
 )
+from durable.reports import waiting as awaiting
 
 # Seconds: a run's wall time and its wait for a worker, from a tenth of a second to an hour.
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
@@ -237,11 +238,19 @@ def _threads() -> Iterator[Metric]:
         .order_by("graph", "tenant__slug", "status")
     )
     for row in rows:
+        threads.add_metric([row["graph"], row["tenant__slug"], row["status"]], row["n"])
+    # Waiting for an answer as the inbox counts it: an interrupted thread with nothing
+    # pending at its latest checkpoint (a fork written without a run) waits for no one.
+    rows = (
+        awaiting.awaiting_answer(Thread.objects.all())
+        .values("graph", "tenant__slug")
+        .annotate(n=Count("pk"), since=Min("updated_at"))
+        .order_by("graph", "tenant__slug")
+    )
+    for row in rows:
         key = [row["graph"], row["tenant__slug"]]
-        threads.add_metric([*key, row["status"]], row["n"])
-        if row["status"] == Thread.Status.INTERRUPTED:
-            waiting.add_metric(key, row["n"])
-            oldest.add_metric(key, max(0.0, (now - row["since"]).total_seconds()))
+        waiting.add_metric(key, row["n"])
+        oldest.add_metric(key, max(0.0, (now - row["since"]).total_seconds()))
     return iter((threads, waiting, oldest))
 
 

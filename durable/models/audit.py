@@ -40,6 +40,7 @@ class AuditEvent(models.Model):
         CRON_UPDATE = "cron_update"
         CRON_DELETE = "cron_delete"
         RETENTION_CHANGE = "retention_change"
+        TENANT_SETTINGS = "tenant_settings"
         TOKEN_CREATE = "token_create"
         TOKEN_REVOKE = "token_revoke"
         LOGIN = "login"

@@ -24,6 +24,9 @@ from django.db.models.functions import Length, Trunc
 
 from durable.models import Checkpoint, CheckpointBlob, CheckpointWrite, Run, Thread
 
+# Relative: this module and the waiting set's move together.
+from .waiting import awaiting_answer
+
 # Rows read at most for the percentiles of a window (the newest runs of it).
 SAMPLE = 2000
 # Threads summed at most for the largest (the most recently updated of the window).
@@ -253,11 +256,12 @@ class Waiting:
 
 
 def interrupts_waiting(threads: QuerySet[Thread], now: datetime) -> Waiting:
-    """The interrupted threads (waiting for an answer) by how long ago they stopped
-    (``updated_at``), in ``AGE_BANDS``: one aggregate query. The bounds are whole
-    seconds, so that a link naming them finds the same threads."""
+    """The threads waiting for an answer (``waiting.awaiting_answer``, the inbox's
+    rule) by how long ago they stopped (``updated_at``), in ``AGE_BANDS``: one
+    aggregate query. The bounds are whole seconds, so that a link naming them finds the
+    same threads."""
     now = now.replace(microsecond=0)
-    waiting = threads.filter(status=Thread.Status.INTERRUPTED)
+    waiting = awaiting_answer(threads)
     bounds = [(label, now - hi if hi else None, now - lo) for label, lo, hi in AGE_BANDS]
     counts = {
         f"b{i}": Count("pk", filter=_between(after, before))

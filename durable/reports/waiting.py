@@ -56,6 +56,13 @@ def interrupt_pending() -> Exists:
     )
 
 
+def awaiting_answer(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
+    """The threads of ``queryset`` waiting for an answer: ``interrupted``, with an
+    interrupt pending at their latest checkpoint (``interrupt_pending``). The one rule
+    of the inbox, the Operations page and ``durable_interrupts_waiting``."""
+    return queryset.filter(interrupt_pending(), status=Thread.Status.INTERRUPTED)
+
+
 def waiting(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
     """The ``interrupted`` threads of ``queryset`` with an interrupt pending at their
     latest checkpoint (``interrupt_pending``), annotated with ``waiting_since``
@@ -65,7 +72,7 @@ def waiting(queryset: QuerySet[Thread]) -> QuerySet[Thread]:
     text) is an alias to filter on, not selected."""
     run = _interrupted_run()
     return (
-        queryset.filter(interrupt_pending(), status=Thread.Status.INTERRUPTED)
+        awaiting_answer(queryset)
         .annotate(
             waiting_since=Coalesce(Subquery(run.values("ended_at")[:1]), F("updated_at")),
             action=Subquery(

@@ -1,6 +1,6 @@
 """The Crons page in Debian's chromium, driven by Playwright, against the console as
-`make run` serves it (uvicorn, ``web``): an operator makes a cron, is shown a bad
-expression's error on its field first, then disables, enables and deletes it.
+`make run` serves it (uvicorn, ``web``): an operator makes a cron, is shown the errors of a bad
+expression and time zone on their fields first, then disables, enables and deletes it.
 
 Screenshots are saved under ``<var>/screenshots/``."""
 
@@ -24,17 +24,19 @@ def test_an_operator_makes_disables_enables_and_deletes_a_cron(page, web):
     form = page.get_by_role("form", name="New cron")
     form.get_by_label("Assistant").fill("preferences")
     form.get_by_label("Schedule").fill("61 9 * * 1-5")
-    form.get_by_label("Timezone").fill("Europe/Paris")
+    form.get_by_label("Timezone").fill("Mars/Olympus")
     form.get_by_label("Input").fill('{"user_id": "ada"}')
     form.get_by_role("button", name="Create cron").click()
-    error = page.locator("#id_schedule-error")
-    expect(error).to_contain_text("bad minute field '61'")
+    # Both bad fields at once, each with its error.
+    expect(page.locator("#id_schedule-error")).to_contain_text("bad minute field '61'")
+    expect(page.locator("#id_timezone-error")).to_contain_text("not an IANA time zone")
     shot(page, "crons-field-error")
     assert not Cron.objects.exists()
 
     form = page.get_by_role("form", name="New cron")
-    expect(form.get_by_label("Timezone")).to_have_value("Europe/Paris")  # kept as typed
+    expect(form.get_by_label("Schedule")).to_have_value("61 9 * * 1-5")  # kept as typed
     form.get_by_label("Schedule").fill("30 9 * * 1-5")
+    form.get_by_label("Timezone").fill("Europe/Paris")
     form.get_by_role("button", name="Create cron").click()
     row = page.locator("table.crons tbody tr").filter(has_text="preferences")
     expect(row).to_contain_text("At 09:30, Monday through Friday")

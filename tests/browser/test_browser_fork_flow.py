@@ -120,7 +120,13 @@ def test_the_preview_shows_the_graphs_refusal_on_the_field(page, web, worker):
     slot = page.locator("#pv-state-amount")
     expect(slot).to_contain_text("amount: the value is not valid JSON")
     expect(page.get_by_test_id("preview-errors")).to_contain_text("would refuse this fork")
+    fork_and_run = page.get_by_role("button", name="Fork and run")
+    expect(fork_and_run).to_be_disabled()
+    expect(page.locator("#fork-run-refused")).to_contain_text("would refuse this update")
     shot(page, "fork-preview-refused")
+    page.locator("#state-amount").fill("12")
+    expect(fork_and_run).to_be_enabled()
+    expect(page.get_by_test_id("preview-errors")).to_have_count(0)
     assert thread.runs.count() == before
 
 

@@ -1,5 +1,6 @@
 """Tenancy in a real browser: an operator of one tenant cannot open another's thread,
-and the console runs under its Content-Security-Policy without a violation."""
+the console runs under its Content-Security-Policy without a violation, and a tenant
+admin sets the tenant's "overdue after" on its settings page."""
 
 from __future__ import annotations
 
@@ -37,3 +38,27 @@ def test_an_operator_cannot_open_another_tenants_thread(chromium, web):
     expect(page.get_by_text("globex-secret")).to_have_count(0)
     shot(page, "tenant-404")
     assert violations == []
+
+
+def test_a_tenant_admin_sets_overdue_after_on_the_settings_page(chromium, web):
+    member("ada", role="admin")
+    page = new_page(chromium)
+    log_in(page, web.url, "ada")
+
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Settings").click()
+    form = page.get_by_role("form", name="Tenant settings")
+    expect(form.get_by_label("Overdue after")).to_have_value("1 00:00:00")
+    form.get_by_label("Overdue after").fill("0")
+    form.get_by_role("button", name="Save settings").click()
+    expect(page.locator("#id_overdue_after-error")).to_contain_text("more than zero")
+    shot(page, "tenant-settings-error")
+    assert Tenant.default().overdue_after.total_seconds() == 86400
+
+    form = page.get_by_role("form", name="Tenant settings")
+    form.get_by_label("Overdue after").fill("02:00:00")
+    form.get_by_label("Reason (optional)").fill("our SLA is two hours")
+    form.get_by_role("button", name="Save settings").click()
+    expect(
+        page.get_by_role("form", name="Tenant settings").get_by_label("Overdue after")
+    ).to_have_value("02:00:00")
+    assert Tenant.default().overdue_after.total_seconds() == 7200

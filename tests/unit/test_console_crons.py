@@ -67,6 +67,20 @@ def test_a_refused_cron_shows_the_error_on_its_field(client, change, field, says
     assert not Cron.objects.exists() and not PeriodicTask.objects.filter(task=CRON_TASK).exists()
 
 
+def test_two_bad_fields_are_each_shown_with_their_error(client):
+    response = client.post(
+        reverse("crons"), FORM | {"schedule": "61 * * * *", "timezone": "Mars/Olympus"}
+    )
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    schedule = page.split('id="id_schedule-error"', 1)[1].split("</span>", 1)[0]
+    timezone = page.split('id="id_timezone-error"', 1)[1].split("</span>", 1)[0]
+    assert "bad minute field &#x27;61&#x27;" in schedule
+    assert "timezone &#x27;Mars/Olympus&#x27; is not an IANA time zone" in timezone
+    assert not Cron.objects.exists() and not PeriodicTask.objects.filter(task=CRON_TASK).exists()
+
+
 def test_disable_enable_and_delete(client):
     client.post(reverse("crons"), FORM)
     cron = Cron.objects.get()

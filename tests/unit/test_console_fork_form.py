@@ -104,6 +104,23 @@ def test_the_preview_shows_an_error_on_its_field_and_writes_nothing(client):
     assert everything() == before
 
 
+def test_fork_and_run_is_off_while_the_graph_would_refuse_the_update(client):
+    thread = at_interrupt()
+    checkpoint = head(thread)
+
+    page = preview(client, thread, checkpoint, {"as_node": "validate", "state-amount": "{12"})
+
+    assert "The graph would refuse this fork" in page
+    # The buttons, swapped out of band: "Fork and run" disabled, and why, beside it.
+    assert 'name="run_after" value="on" disabled aria-describedby="fork-run-refused"' in page
+    refused = page[page.index('id="fork-run-refused"') :]
+    assert "The graph would refuse this update" in refused[: refused.index("</p>")]
+    # Corrected, the update would run: the button is back.
+    page = preview(client, thread, checkpoint, {"as_node": "validate", "state-amount": "12"})
+    assert 'name="run_after" value="on">Fork and run' in page
+    assert 'id="fork-run-refused"' not in page
+
+
 def test_the_preview_of_an_edited_message_replaces_it_by_id_as_the_fork_does(client):
     thread = chat_thread()
     checkpoint = head(thread)

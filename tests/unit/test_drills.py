@@ -5,10 +5,15 @@ workers: ``tests/worker/test_drills.py``."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
 from celery import current_app
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
@@ -201,3 +206,38 @@ def test_the_admin_button_says_drain_is_skipped_when_the_broker_cannot_ping(embe
 def test_the_admin_button_says_a_worker_may_be_drained_when_two_answer(broadcasting_broker):
     page = run_drills_in_the_admin()
     assert "If two or more workers answer Celery&#x27;s ping, one is drained by SIGTERM" in page
+
+
+def manage(*args: str, var_dir) -> subprocess.CompletedProcess:
+    """``manage.py`` in a process of its own, as an operator runs it: the embedded
+    default (SQLite, the embedded broker) under ``var_dir``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env.update(DURABLE_VAR_DIR=str(var_dir), DJANGO_SETTINGS_MODULE="dashboard.settings")
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_drill_command_prints_its_report_alone_and_logs_on_stderr_from_v2(tmp_path):
+    assert manage("migrate", "-v0", var_dir=tmp_path).returncode == 0
+
+    done = manage("drill", "--only", "drain", var_dir=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("Fault drills at ") and lines[0].endswith(": PASSED")
+    assert lines[1:] == [
+        "  drain     SKIPPED  needs 2 workers, which cannot be counted: the broker cannot"
+        " ping workers (the embedded one has no broadcast)"
+    ]
+    assert "drill drain" not in done.stderr  # quiet by default
+    told = manage("drill", "--only", "drain", "-v", "2", var_dir=tmp_path)
+    assert told.stdout.splitlines()[1:] == lines[1:]
+    logged = [json.loads(line) for line in told.stderr.splitlines() if line.startswith("{")]
+    assert [e["message"].split(":")[0] for e in logged] == ["drill drain", "drill drain"]

@@ -175,3 +175,27 @@ def test_the_preview_of_an_update_that_runs_nothing_says_fork_and_run_is_refused
     ).content.decode()
     assert "preview-run-refused" not in ok
     assert 'name="run_after" value="on">' in ok
+
+
+def test_the_input_checkpoint_offers_the_as_node_langgraph_infers_and_previews_it(client):
+    thread = finished()
+    step_input = at_step(thread, -1)
+    # What LangGraph's own update_state does there when given no as_node, on a copy.
+    copy = engine.create_thread("expense_approval")
+    compiled = get_graph("expense_approval")
+    compiled.invoke(dict(engine.state_at(thread, step_input).values), engine.config_for(copy))
+    base = {"configurable": {**engine.config_for(copy)["configurable"]}}
+    [copy_input] = [s for s in compiled.get_state_history(base) if s.metadata["step"] == -1]
+    inferred = compiled.get_state(compiled.update_state(copy_input.config, {"amount": 7}))
+    before = everything()
+
+    page = client.get(fork_url(thread, step_input)).content.decode()
+
+    assert '<option value="__start__" selected>' in page
+    # The preview is computed at once, for that as_node, without a choice being made.
+    runs_next = 'data-testid="preview-next">Runs next (as <code>__start__</code>): '
+    assert runs_next + "".join(f"<code>{n}</code> " for n in inferred.next) in page
+    assert inferred.next == engine.next_after_update(
+        thread, step_input, {"amount": 7}, as_node="__start__"
+    )
+    assert everything() == before

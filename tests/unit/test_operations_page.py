@@ -18,6 +18,7 @@ from django.utils import timezone
 from durable.models import Run, Tenant, Thread
 from durable.reports import figures as stats
 from tests.helpers.operations import seeded_run, seeded_thread, stored
+from tests.helpers.threads import at_interrupt
 from tests.helpers.users import member
 
 pytestmark = pytest.mark.django_db
@@ -212,11 +213,17 @@ def test_the_run_filters_hold_on_one_run_together(client):
     assert 'data-testid="run-filter"' in shown and "failed" not in shown.split("run-filter")[1][:80]
 
 
+@pytest.mark.django_db(transaction=True)  # the graph's saver writes on a connection of its own
 def test_interrupts_waiting_by_age_link_to_the_waiting_threads(client):
     now = timezone.now()
     for name, ago in [("w1", 2), ("w2", 30), ("w3", 30), ("w4", 180), ("w5", 3000)]:
-        seeded_thread(name, status="interrupted", updated_at=now - timedelta(minutes=ago))
+        thread = at_interrupt()
+        Thread.objects.filter(pk=thread.pk).update(
+            name=name, updated_at=now - timedelta(minutes=ago)
+        )
     seeded_thread("idle", updated_at=now - timedelta(minutes=30))
+    # Interrupted, with nothing pending at its latest checkpoint: waits for no one.
+    seeded_thread("no-interrupt", status="interrupted", updated_at=now - timedelta(minutes=30))
     text = page(client)
     assert "5 threads waiting for an answer now, the oldest since" in text
     rows = table(text, "table-waiting")[1:]

@@ -65,6 +65,8 @@ CONSOLE = {
     "assistant-delete": ("POST", "assistant", True),
     "assistant-run": ("POST", "assistant", True),
     "switch-tenant": ("POST", "tenant", False),
+    # For the tenant's admins only: a viewer (and another tenant's operator) gets 403.
+    "tenant-settings": ("POST", "tenant", True),
 }
 # Outside the matrix: the login pages themselves, the Django admin (its own login) and
 # Prometheus' scrape (its own guard: tests/unit/test_metrics.py).

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+from django.utils import timezone
 from langgraph_sdk import get_sync_client
 
 from durable.models import AuditEvent, Run, Thread
 from tests.helpers.graphs import release, runs_of
 from tests.helpers.runs import draining
+from tests.helpers.threads import made_run
 from tests.helpers.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -161,6 +164,40 @@ def test_a_webhook_gets_the_runs_outcome_and_is_tried_again(client, worker, rece
     assert again["run_started_at"] and again["run_ended_at"] and again["webhook_sent_at"]
     # A webhook that failed once changes nothing about the run.
     assert client.runs.get(thread_id, run["run_id"])["status"] == "interrupted"
+
+
+def test_a_pending_run_cancelled_before_any_worker_took_it_posts_its_webhook(
+    client, worker, receiver
+):
+    thread_id = client.threads.create()["thread_id"]
+    url = f"http://127.0.0.1:{receiver.server_port}/hook"
+    # Delayed: no worker takes it before the cancel.
+    run = client.runs.create(thread_id, "options", input=TOPIC, webhook=url, after_seconds=600)
+    client.runs.cancel(thread_id, run["run_id"])
+
+    # Sent by a task of its own, tried again after the receiver's first 500.
+    wait_for(lambda: len(_Receiver.received) == 2, message="the webhook, twice")
+    assert [r["status"] for r in _Receiver.received] == ["cancelled", "cancelled"]
+    assert _Receiver.received[1]["run_id"] == run["run_id"]
+    assert _run(thread_id).started_at is None  # no worker ran it
+
+
+def test_a_run_the_reaper_ends_posts_its_webhook(worker, receiver):
+    url = f"http://127.0.0.1:{receiver.server_port}/hook"
+    now = timezone.now()
+    # A run whose worker died after it was asked to cancel: the reaper ends it.
+    run = made_run(
+        worker="gone@nowhere",
+        started_at=now - timedelta(minutes=1),
+        lease_expires_at=now - timedelta(seconds=30),
+        stop_requested=Run.Stop.CANCEL,
+        webhook=url,
+    )
+
+    wait_for(lambda: len(_Receiver.received) == 2, message="the webhook, twice")
+    assert _Receiver.received[1]["status"] == "cancelled"
+    assert _Receiver.received[1]["run_id"] == str(run.pk)
+    assert Run.objects.get(pk=run.pk).status == Run.Status.CANCELLED
 
 
 def probe_input(directory) -> dict:

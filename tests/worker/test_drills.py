@@ -87,6 +87,30 @@ def test_every_drill_passes_on_two_workers_and_leaves_the_tenants_threads_alone(
     assert Tenant.objects.get(pk=theirs.tenant_id).slug != DRILL_TENANT
 
 
+# The run engine's default timings (durable.conf), not the tests' short ones.
+DEFAULT_TIMINGS = {
+    "DURABLE_RUN_LEASE_SECONDS": "30",
+    "DURABLE_HEARTBEAT_SECONDS": "10",
+    "DURABLE_REAPER_INTERVAL_SECONDS": "10",
+}
+
+
+def test_a_killed_pool_process_s_run_goes_on_within_10_s_with_the_default_lease(own_workers):
+    worker = start_worker("drill-kill", **DEFAULT_TIMINGS)
+    try:
+        printed, report = drill("--only", "kill", "--timeout", "60")
+    finally:
+        worker.stop()
+
+    (kill,) = report.results
+    assert kill["outcome"] == "passed", printed
+    # A lease (30 s) plus a reaper's interval (10 s) is what waiting for the lease to
+    # expire would take; Celery tells the worker its pool process died well before.
+    assert kill["seconds"] < 10, printed
+    assert f"recovered in {kill['seconds']:.2f} s" in printed
+    no_drill_thread_left()
+
+
 def test_the_kill_drill_fails_with_a_clear_report_when_recovery_is_off(own_workers):
     careless = start_worker("drill-norecovery", DURABLE_REAPER_ENABLED="0")
     try:
