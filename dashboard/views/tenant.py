@@ -4,6 +4,8 @@ admins see or change it; each change is audited (``durable.tenancy.set_overdue_a
 
 from __future__ import annotations
 
+import copy
+
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 from django.urls import reverse
@@ -23,7 +25,7 @@ def tenant_settings(request):
         raise PermissionDenied("Only an admin of this tenant may change its settings.")
     tenant = request.tenant
     # The form edits a copy: a refused value must not show as the tenant's on the page.
-    form = TenantSettingsForm(request.POST or None, instance=type(tenant).objects.get(pk=tenant.pk))
+    form = TenantSettingsForm(request.POST or None, instance=copy.copy(tenant))
     if request.method == "POST" and form.is_valid():
         tenancy.set_overdue_after(
             tenant,
