@@ -14,8 +14,10 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from durable.models import Thread
 from tests.helpers.browser import CHROMIUM_ARGS, TALL, log_in, shot
 from tests.helpers.operations import seeded_run, seeded_thread
+from tests.helpers.threads import at_interrupt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,8 +86,11 @@ def test_the_runs_chart_counts_and_its_bars_open_the_threads_they_count(page, we
 
 def test_the_window_is_chosen_and_waiting_threads_are_a_click_away(page, web):
     now = timezone.now()
-    seeded_thread("asked-today", status="interrupted", updated_at=now - timedelta(hours=3))
-    seeded_thread("asked-now", status="interrupted", updated_at=now - timedelta(minutes=1))
+    for name, ago in (("asked-today", timedelta(hours=3)), ("asked-now", timedelta(minutes=1))):
+        asked = at_interrupt()  # an interrupt pending: waiting for an answer
+        Thread.objects.filter(pk=asked.pk).update(name=name, updated_at=now - ago)
+    # Interrupted with nothing pending at its latest checkpoint: waiting for no one.
+    seeded_thread("forked", status="interrupted", updated_at=now - timedelta(hours=3))
     seeded_run(seeded_thread("ran-yesterday"), "success", now - timedelta(hours=20))
 
     page.goto(f"{web.url}/operations/")
