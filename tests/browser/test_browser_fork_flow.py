@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from durable import engine
 from durable.models import Run, Thread
-from tests.helpers.browser import shot
+from tests.helpers.browser import htmx_ready, shot
 from tests.helpers.runs import finished
 from tests.helpers.threads import EXPENSE
 
@@ -58,6 +58,7 @@ def test_fork_from_the_tree_runs_in_two_clicks_with_a_live_preview(page, web, wo
     expect(panel.get_by_label("amount", exact=True)).to_have_value("42.5")
     preview = panel.get_by_test_id("fork-preview")
     expect(preview).to_contain_text("No change yet")
+    htmx_ready(panel.locator("form.fork-form"))
 
     panel.get_by_label("amount", exact=True).fill("5")
     # The server's preview, debounced: the change and what LangGraph runs next.
@@ -91,6 +92,7 @@ def test_editing_a_message_of_the_transcript_forks_and_runs_from_it(page, web, w
     panel = page.locator("#checkpoint-detail #fork-panel")
     message = panel.get_by_label("human message 1")
     expect(message).to_have_value("hi")
+    htmx_ready(panel.locator("form.fork-form"))
     message.fill("hello instead")
     preview = panel.get_by_test_id("fork-preview")
     expect(preview.get_by_test_id("changes")).to_contain_text(f"messages[id={asked.id}].content")

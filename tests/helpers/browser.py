@@ -86,3 +86,12 @@ def expect_thread_status(page: Page, status: str) -> None:
             f"the page's live part follows: hx-get={live.get_attribute('hx-get')!r}, "
             f"stream={sse!r}"
         ) from failure
+
+
+def htmx_ready(target: Locator) -> None:
+    """Wait until htmx has processed ``target``, so that its triggers listen: a test fills
+    a form htmx has just swapped in sooner than htmx settles it, as no person does, and
+    the input's event then reaches no listener."""
+    target.page.wait_for_function(
+        "el => Boolean((el['htmx-internal-data'] || {}).initHash)", arg=target.element_handle()
+    )
