@@ -27,12 +27,10 @@ from django.http import HttpResponse
 
 from dashboard.errors import API_PREFIX, unavailable
 from durable import db, request_faults
-from durable.api.document import READS
+from durable.api import document
 from durable.api.errors import unavailable as api_unavailable
 
 logger = logging.getLogger(__name__)
-
-SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
 def _note_from_django(sender, request=None, **kwargs):
@@ -46,14 +44,10 @@ got_request_exception.connect(_note_from_django, dispatch_uid="durable-request-f
 
 def only_reads(request) -> bool:
     """Whether ``request`` changes nothing, so that it may be sent again: a safe method,
-    or a ``POST`` to an API route that only reads (``durable.api.document.READS``)."""
-    if request.method in SAFE_METHODS:
-        return True
-    return (
-        request.method == "POST"
-        and request.path.startswith(API_PREFIX)
-        and request.path.rstrip("/").rsplit("/", 1)[-1] in READS
-    )
+    or an API operation that only reads (``durable.api.document.only_reads``)."""
+    if request.path.startswith(API_PREFIX):
+        return document.only_reads(request.method, request.path)
+    return request.method in document.SAFE_METHODS
 
 
 def _answer(request, response: HttpResponse, fault: BaseException) -> HttpResponse:

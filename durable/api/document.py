@@ -34,6 +34,19 @@ RETRY_AFTER = {
 # The last path segment of a POST that only reads (a search, a count, a state at a
 # checkpoint): such an operation changes nothing, so no 403 or 409.
 READS = {"search", "count", "history", "checkpoint", "namespaces", "versions"}
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def only_reads(method: str, path: str) -> bool:
+    """Whether the API operation ``method`` ``path`` changes nothing: a safe method, or a
+    ``POST`` whose last path segment is one of ``READS``. Such an operation has no 403,
+    and a request to it may be sent again after a database fault."""
+    method = method.upper()
+    return method in SAFE_METHODS or (
+        method == "POST" and path.rstrip("/").rsplit("/", 1)[-1] in READS
+    )
+
+
 # Body fields naming something that may not exist: a 404 when it does not.
 NAMED_IN_BODY = {"assistant_id", "thread_id"}
 # Paths whose resources have no state to conflict with.
@@ -72,7 +85,7 @@ def _refusals(path: str, method: str, operation: dict, schemas: dict) -> set[int
     found: set[int] = set()
     body = operation.get("requestBody")
     parameters = operation.get("parameters") or []
-    changes = method != "get" and not (method == "post" and path.rsplit("/", 1)[-1] in READS)
+    changes = not only_reads(method, path)
     if operation.get("security"):
         found |= {401, 503}
         if changes:
