@@ -46,21 +46,18 @@ def test_editing_a_sent_message_in_agent_chat_ui_branches_the_thread(
     page = new_page(chromium)
     failures: list[str] = []
     page.on("pageerror", lambda error: failures.append(f"page error: {error}"))
-    # What the API refused, by address. (The UI's own origin answers 404 to a stylesheet
-    # its template links but never builds, ``/src/styles.css``: not the API's concern.)
+    # What the API refused, by address. (Not the browser's console: the UI's own origin
+    # answers 404 to a stylesheet its template links but never builds, ``/src/styles.css``.)
     page.on(
         "response",
-        lambda r: r.url.startswith(api.url)
-        and r.status >= 400
-        and failures.append(f"{r.request.method} {r.url}: {r.status}"),
+        lambda r: (
+            r.url.startswith(api.url)
+            and r.status >= 400
+            and failures.append(f"{r.request.method} {r.url}: {r.status}")
+        ),
     )
-    page.on("requestfailed", lambda r: failures.append(f"{r.url}: {r.failure} {r.post_data}"))
-    page.on("requestfinished", lambda r: print("finished", r.url, r.post_data))
-    page.on("console", lambda m: m.type == "error" and print("console:", m.text, m.location))
     # The key as the UI's setup form keeps it; the address says which server and graph.
-    page.add_init_script(
-        f"window.localStorage.setItem({chat_ui.API_KEY_STORAGE!r}, {api_key!r})"
-    )
+    page.add_init_script(f"window.localStorage.setItem({chat_ui.API_KEY_STORAGE!r}, {api_key!r})")
     page.goto(chat_ui.page_url(ui_origin, f"{api.url}/api", "chat"))
 
     page.get_by_placeholder("Type your message...").fill(FIRST)
