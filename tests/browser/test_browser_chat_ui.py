@@ -46,8 +46,10 @@ def test_editing_a_sent_message_in_agent_chat_ui_branches_the_thread(
     page = new_page(chromium)
     failures: list[str] = []
     page.on("pageerror", lambda error: failures.append(f"page error: {error}"))
-    # What the API refused, by address. (Not the browser's console: the UI's own origin
-    # answers 404 to a stylesheet its template links but never builds, ``/src/styles.css``.)
+    # What the API refused, by address. Not the browser's console: the UI's own origin
+    # answers 404 to a stylesheet its template links but never builds, ``/src/styles.css``.
+    # Nor Playwright's failed requests: Chromium reports a ``no-store`` fetch stream that
+    # the page read to its end (each run's stream) as aborted.
     page.on(
         "response",
         lambda r: (
