@@ -1,0 +1,69 @@
+"""The Node runtime of JS graphs, a real Node process started from the project's install:
+a single .ts file with no package.json loads, a graph with a syntax error is a clear
+error naming its file while the others still load, a killed process is started again,
+and without the setting nothing starts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from durable import js
+from durable.js import process
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAPHS = ROOT / "tests" / "helpers" / "js_graphs"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _installed():
+    # What `make test` does first; here too, so this module runs alone on a clean clone.
+    subprocess.run(["make", "-s", "js-runtime"], cwd=ROOT, check=True, timeout=600)
+
+
+@pytest.fixture
+def registered(settings):
+    settings.DURABLE_JS_GRAPHS = {
+        "counter": f"{GRAPHS / 'counter.ts'}:graph",
+        "broken": f"{GRAPHS / 'broken.mjs'}:graph",
+    }
+    yield
+    if process._runtime is not None:
+        process._runtime.stop()
+        process._runtime = None
+
+
+def test_a_single_ts_file_loads_and_draws(registered):
+    assert js.js_graph_names() == ["broken", "counter"]
+    drawing = js.request("graph", graph="counter")
+    assert [node["id"] for node in drawing["nodes"]] == ["__start__", "bump", "double", "__end__"]
+    edges = {(edge["source"], edge["target"]) for edge in drawing["edges"]}
+    assert edges == {("__start__", "bump"), ("bump", "double"), ("double", "__end__")}
+
+
+def test_a_syntax_error_is_named_and_the_others_load(registered):
+    errors = js.load_errors()
+    assert list(errors) == ["broken"]
+    assert "broken.mjs" in errors["broken"] and "SyntaxError" in errors["broken"]
+    with pytest.raises(js.JSGraphError, match="graph broken failed to load"):
+        js.request("graph", graph="broken")
+    assert js.request("nodes", graph="counter") == ["__start__", "bump", "double"]
+
+
+def test_a_killed_node_process_is_started_again(registered):
+    first = js.runtime().proc.pid
+    os.kill(first, signal.SIGKILL)
+    js.runtime().proc.wait(timeout=10)
+    assert js.request("nodes", graph="counter") == ["__start__", "bump", "double"]
+    assert js.runtime().proc.pid != first
+
+
+def test_nothing_starts_without_the_setting(settings):
+    settings.DURABLE_JS_GRAPHS = {}
+    assert js.js_graph_names() == []
+    assert js.load_errors() == {}
+    assert process._runtime is None
