@@ -13,9 +13,11 @@ import itertools
 import json
 import logging
 import os
+import queue
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,8 @@ from typing import Any
 from durable import conf
 
 log = logging.getLogger(__name__)
+# What answers the calls the Node side makes for a request: (op, fields) -> result.
+Calls = Callable[[str, dict], Any]
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 NODE_MODULES = RUNTIME_DIR / "node_modules"
@@ -76,7 +80,8 @@ class Runtime:
             bufsize=1,
         )
         self._ids = itertools.count(1)
-        self._waiting: dict[int, Future] = {}
+        # Each request's queue gets its answer and the calls made on its behalf.
+        self._waiting: dict[int, queue.SimpleQueue] = {}
         self._lock = threading.Lock()
         self._ready: Future = Future()
         self._reader = threading.Thread(target=self._read, name="durable-js", daemon=True)
@@ -96,29 +101,49 @@ class Runtime:
             if message.get("ready"):
                 self._ready.set_result(message)
                 continue
+            key = message["for"] if "call" in message else message.get("id")
             with self._lock:
-                future = self._waiting.pop(message.get("id"), None)
-            if future is not None:
-                future.set_result(message)
+                waiting = self._waiting.get(key)
+            if waiting is not None:
+                waiting.put(message)
         gone = JSRuntimeGone(f"the Node process exited ({self.proc.wait()})")
         if not self._ready.done():
             self._ready.set_exception(gone)
         with self._lock:
-            waiting, self._waiting = self._waiting, {}
-        for future in waiting.values():
-            future.set_exception(gone)
+            waiting_all = list(self._waiting.values())
+        for waiting in waiting_all:
+            waiting.put(gone)
 
-    def request(self, op: str, **fields: Any) -> Any:
-        future: Future = Future()
+    def _write(self, message: dict) -> None:
+        with self._lock:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+
+    def request(
+        self, op: str, calls: Callable[[str, dict], Any] | None = None, **fields: Any
+    ) -> Any:
+        """Send request ``op`` and wait for its answer. Calls the Node side makes on its
+        behalf (a checkpointer's reads and writes) are answered by ``calls(op, fields)``
+        in this thread, so they use this thread's database connection."""
+        inbox: queue.SimpleQueue = queue.SimpleQueue()
         with self._lock:
             request_id = next(self._ids)
-            self._waiting[request_id] = future
-            self.proc.stdin.write(json.dumps({"id": request_id, "op": op, **fields}) + "\n")
-            self.proc.stdin.flush()
-        answer = future.result(timeout=REQUEST_TIMEOUT_SECONDS)
-        if not answer["ok"]:
-            raise JSGraphError(answer["error"]["type"], answer["error"]["message"])
-        return answer["result"]
+            self._waiting[request_id] = inbox
+        try:
+            self._write({"id": request_id, "op": op, **fields})
+            while True:
+                message = inbox.get(timeout=REQUEST_TIMEOUT_SECONDS)
+                if isinstance(message, Exception):
+                    raise message
+                if "call" in message:
+                    self._write(_answer(message, calls))
+                    continue
+                if not message["ok"]:
+                    raise JSGraphError(message["error"]["type"], message["error"]["message"])
+                return message["result"]
+        finally:
+            with self._lock:
+                self._waiting.pop(request_id, None)
 
     def stop(self) -> None:
         if self.alive():
@@ -127,6 +152,17 @@ class Runtime:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+
+
+def _answer(call: dict, calls: Calls | None) -> dict:
+    fields = {k: v for k, v in call.items() if k not in ("call", "for", "op")}
+    try:
+        if calls is None:
+            raise RuntimeError(f"nothing answers {call['op']} for this request")
+        return {"reply": call["call"], "ok": True, "result": calls(call["op"], fields)}
+    except Exception as exc:  # the JS side raises it in the graph's code path
+        log.exception("JS call %s failed", call["op"])
+        return {"reply": call["call"], "ok": False, "error": f"{type(exc).__name__}: {exc}"}
 
 
 _runtime: Runtime | None = None
@@ -144,8 +180,8 @@ def runtime() -> Runtime:
         return _runtime
 
 
-def request(op: str, **fields: Any) -> Any:
-    return runtime().request(op, **fields)
+def request(op: str, calls: Calls | None = None, **fields: Any) -> Any:
+    return runtime().request(op, calls, **fields)
 
 
 def load_errors() -> dict[str, str]:

@@ -67,3 +67,27 @@ def test_nothing_starts_without_the_setting(settings):
     assert js.js_graph_names() == []
     assert js.load_errors() == {}
     assert process._runtime is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_js_run_checkpoints_through_the_project_saver(registered):
+    """The Node process runs the graph with a checkpointer answered here: its checkpoints
+    are rows of the saver's tables, read back as any thread's state."""
+    from durable.js.saver_calls import saver_calls
+    from durable.persistence.checkpoint import DjangoSaver
+
+    saver = DjangoSaver()
+    config = {"configurable": {"thread_id": "js-thread-1"}}
+    values = js.request(
+        "invoke", calls=saver_calls(saver), graph="counter", input={"count": 1}, config=config
+    )
+    assert values == {"count": 4, "log": ["bump at 1", "double"]}
+    latest = saver.get_tuple(config)
+    assert latest.checkpoint["channel_values"]["count"] == 4
+    history = list(saver.list(config))
+    assert [item.metadata["step"] for item in history] == [2, 1, 0, -1]
+    # A second run on the thread goes on from the saved state.
+    values = js.request(
+        "invoke", calls=saver_calls(saver), graph="counter", input={"count": 0}, config=config
+    )
+    assert values["count"] == 10

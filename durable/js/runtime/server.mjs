@@ -8,6 +8,7 @@ import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createInterface } from "node:readline";
 import { tsImport } from "tsx/esm/api";
+import { RemoteSaver } from "./remote_saver.mjs";
 
 // TypeScript without a build step: tsx's loader for every import from here on.
 // (tsImport below; a .ts file outside a "type": "module" package is still loaded as ESM.)
@@ -70,7 +71,31 @@ async function drawing(name, xray) {
   return { nodes: json.nodes, edges: json.edges };
 }
 
+// Calls back into the Python process, on behalf of the request `forId` whose thread
+// there serves them: {call, for, op, ...} out, {reply, ok, result|error} in.
+let nextCall = 0;
+const replies = new Map();
+
+function caller(forId) {
+  return (op, fields) =>
+    new Promise((resolvePromise, reject) => {
+      const call = ++nextCall;
+      replies.set(call, { resolve: resolvePromise, reject });
+      send({ call, for: forId, op, ...fields });
+    });
+}
+
+async function invoke({ id, graph, input, config }) {
+  const compiled = graphOf(graph);
+  // A copy per request, so concurrent requests each call back for their own request.
+  const bound = Object.assign(Object.create(Object.getPrototypeOf(compiled)), compiled, {
+    checkpointer: new RemoteSaver(caller(id)),
+  });
+  return bound.invoke(input, config);
+}
+
 const ops = {
+  invoke,
   graphs: async () => ({
     loaded: [...graphs.keys()],
     errors: Object.fromEntries(loadErrors),
@@ -96,6 +121,13 @@ async function main() {
       request = JSON.parse(line);
     } catch (err) {
       send({ id: null, ok: false, error: { type: "BadRequest", message: String(err) } });
+      continue;
+    }
+    if (request.reply !== undefined) {
+      const waiting = replies.get(request.reply);
+      replies.delete(request.reply);
+      if (request.ok) waiting?.resolve(request.result);
+      else waiting?.reject(new Error(request.error));
       continue;
     }
     const op = ops[request.op];
