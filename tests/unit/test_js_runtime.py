@@ -30,6 +30,7 @@ def registered(settings):
     settings.DURABLE_JS_GRAPHS = {
         "counter": f"{GRAPHS / 'counter.ts'}:graph",
         "broken": f"{GRAPHS / 'broken.mjs'}:graph",
+        "approval": f"{GRAPHS / 'approval.ts'}:graph",
     }
     yield
     if process._runtime is not None:
@@ -38,7 +39,7 @@ def registered(settings):
 
 
 def test_a_single_ts_file_loads_and_draws(registered):
-    assert js.js_graph_names() == ["broken", "counter"]
+    assert js.js_graph_names() == ["approval", "broken", "counter"]
     drawing = js.request("graph", graph="counter")
     assert [node["id"] for node in drawing["nodes"]] == ["__start__", "bump", "double", "__end__"]
     edges = {(edge["source"], edge["target"]) for edge in drawing["edges"]}
@@ -91,3 +92,27 @@ def test_a_js_run_checkpoints_through_the_project_saver(registered):
         "invoke", calls=saver_calls(saver), graph="counter", input={"count": 0}, config=config
     )
     assert values["count"] == 10
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_js_interrupt_is_saved_and_resumed(registered):
+    """interrupt() in a JS node: its pending write goes through the saver, the state read
+    back shows the interrupt with its id and value, and Command(resume=...) goes on."""
+    from durable.js.saver_calls import saver_calls
+    from durable.persistence.checkpoint import DjangoSaver
+
+    calls = saver_calls(DjangoSaver())
+    config = {"configurable": {"thread_id": "js-thread-2"}}
+    js.request("invoke", calls=calls, graph="approval", input={"amount": 30}, config=config)
+    state = js.request("state", calls=calls, graph="approval", config=config)
+    assert state["next"] == ["review"]
+    [task] = state["tasks"]
+    [pending] = task["interrupts"]
+    assert pending["value"] == {"question": "approve?", "amount": 30}
+    assert pending["id"]
+    values = js.request(
+        "invoke", calls=calls, graph="approval", command={"resume": "yes"}, config=config
+    )
+    assert values == {"amount": 30, "decision": "yes", "paid": True}
+    state = js.request("state", calls=calls, graph="approval", config=config)
+    assert state["next"] == [] and state["tasks"] == []

@@ -8,6 +8,7 @@ import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createInterface } from "node:readline";
 import { tsImport } from "tsx/esm/api";
+import { Command } from "@langchain/langgraph";
 import { RemoteSaver } from "./remote_saver.mjs";
 
 // TypeScript without a build step: tsx's loader for every import from here on.
@@ -85,17 +86,36 @@ function caller(forId) {
     });
 }
 
-async function invoke({ id, graph, input, config }) {
+// The graph with a checkpointer that calls back for request `id`: a copy per request, so
+// concurrent requests each call back for their own.
+function bound(id, graph) {
   const compiled = graphOf(graph);
-  // A copy per request, so concurrent requests each call back for their own request.
-  const bound = Object.assign(Object.create(Object.getPrototypeOf(compiled)), compiled, {
+  return Object.assign(Object.create(Object.getPrototypeOf(compiled)), compiled, {
     checkpointer: new RemoteSaver(caller(id)),
   });
-  return bound.invoke(input, config);
+}
+
+async function invoke({ id, graph, input, command, config }) {
+  return bound(id, graph).invoke(command ? new Command(command) : input, config);
+}
+
+async function state({ id, graph, config }) {
+  const snapshot = await bound(id, graph).getState(config);
+  return {
+    values: snapshot.values,
+    next: snapshot.next,
+    config: snapshot.config,
+    tasks: snapshot.tasks.map((task) => ({
+      id: task.id,
+      name: task.name,
+      interrupts: (task.interrupts ?? []).map((i) => ({ id: i.id, value: i.value })),
+    })),
+  };
 }
 
 const ops = {
   invoke,
+  state,
   graphs: async () => ({
     loaded: [...graphs.keys()],
     errors: Object.fromEntries(loadErrors),
