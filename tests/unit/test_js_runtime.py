@@ -31,6 +31,7 @@ def registered(settings):
         "counter": f"{GRAPHS / 'counter.ts'}:graph",
         "broken": f"{GRAPHS / 'broken.mjs'}:graph",
         "approval": f"{GRAPHS / 'approval.ts'}:graph",
+        "fails": f"{GRAPHS / 'fails.mjs'}:graph",
     }
     yield
     if process._runtime is not None:
@@ -39,7 +40,7 @@ def registered(settings):
 
 
 def test_a_single_ts_file_loads_and_draws(registered):
-    assert js.js_graph_names() == ["approval", "broken", "counter"]
+    assert js.js_graph_names() == ["approval", "broken", "counter", "fails"]
     drawing = js.request("graph", graph="counter")
     assert [node["id"] for node in drawing["nodes"]] == ["__start__", "bump", "double", "__end__"]
     edges = {(edge["source"], edge["target"]) for edge in drawing["edges"]}
@@ -116,3 +117,17 @@ def test_a_js_interrupt_is_saved_and_resumed(registered):
     assert values == {"amount": 30, "decision": "yes", "paid": True}
     state = js.request("state", calls=calls, graph="approval", config=config)
     assert state["next"] == [] and state["tasks"] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_js_node_that_throws_reports_its_message(registered):
+    from durable.js.saver_calls import saver_calls
+    from durable.persistence.checkpoint import DjangoSaver
+
+    config = {"configurable": {"thread_id": "js-thread-3"}}
+    with pytest.raises(js.JSGraphError, match="card declined by the JS node"):
+        js.request(
+            "invoke", calls=saver_calls(DjangoSaver()), graph="fails", input={"n": 1}, config=config
+        )
+    # The process serves the next request.
+    assert js.request("nodes", graph="counter") == ["__start__", "bump", "double"]

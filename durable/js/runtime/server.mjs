@@ -3,7 +3,7 @@
 // It speaks JSON lines on stdin/stdout: each request is {id, op, ...}, each answer
 // {id, ok, result} or {id, ok: false, error}. Logs go to stderr, never to stdout, so the
 // channel carries nothing but answers.
-import { createRequire } from "node:module";
+import { createRequire, register } from "node:module";
 import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { createInterface } from "node:readline";
@@ -11,22 +11,13 @@ import { tsImport } from "tsx/esm/api";
 import { Command } from "@langchain/langgraph";
 import { RemoteSaver } from "./remote_saver.mjs";
 
-// TypeScript without a build step: tsx's loader for every import from here on.
-// (tsImport below; a .ts file outside a "type": "module" package is still loaded as ESM.)
-
+// A graph's imports resolve from its own folder first (a user's project with its
+// node_modules, by Node's rules), else from this runtime's install, so a single file with
+// no package.json works: resolve_hooks.mjs for ES modules, NODE_PATH (set by the Python
+// side to this runtime's node_modules) for CommonJS, which tsx makes of a .ts file outside
+// a "type": "module" package. tsImport loads TypeScript without a build step.
+register("./resolve_hooks.mjs", import.meta.url, { data: { runtimeURL: import.meta.url } });
 const runtimeRequire = createRequire(import.meta.url);
-
-// @langchain/langgraph is resolved from the graph's own folder first (a user's project
-// with its node_modules), else from this runtime's install, so a single .ts file works.
-// Resolution for the graph's own imports follows Node's rules from its file; NODE_PATH
-// (set by the Python side to this runtime's node_modules) is the fallback for CommonJS.
-function resolveFrom(file, specifier) {
-  try {
-    return createRequire(file).resolve(specifier);
-  } catch {
-    return runtimeRequire.resolve(specifier);
-  }
-}
 
 const graphs = new Map();
 const loadErrors = new Map();
@@ -130,7 +121,7 @@ function send(message) {
 
 async function main() {
   // Resolve the library once from the runtime, so a broken install fails here, loudly.
-  resolveFrom(import.meta.url, "@langchain/langgraph");
+  runtimeRequire.resolve("@langchain/langgraph");
   for (const spec of process.argv.slice(2)) await loadGraph(spec);
   send({ ready: true, loaded: [...graphs.keys()], errors: Object.fromEntries(loadErrors) });
   const lines = createInterface({ input: process.stdin });
