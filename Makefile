@@ -23,7 +23,7 @@ VAR_DIR := $(or $(DURABLE_VAR_DIR),var)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/durable
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: run test install lint chromium smoke
+.PHONY: run test install lint chromium smoke js-runtime
 
 # $(call venv,DIR,PYTHON): make the venv DIR with PYTHON unless it exists.
 venv = @test -x $(1)/bin/python || { \
@@ -46,6 +46,15 @@ $(RUNTIME): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
+# The Node side of JS graphs (DURABLE_JS_GRAPHS), from its lock file: npm ci, again only
+# when the lock file changed. Node 20 and npm must be on PATH.
+JS_RUNTIME := durable/js/runtime
+$(JS_RUNTIME)/node_modules/.installed: $(JS_RUNTIME)/package-lock.json
+	cd $(JS_RUNTIME) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+js-runtime: $(JS_RUNTIME)/node_modules/.installed
+
 # Set up, migrate, then serve the console and run a worker beside it (Ctrl-C stops both).
 # uvicorn serves the ASGI application, so run pages and the API stream server-sent
 # events; open streams get 5 s to end when it stops.
@@ -62,6 +71,7 @@ $(RUNTIME): pyproject.toml
 run: export DURABLE_LOG_FORMAT ?= text
 run: $(RUNTIME)
 	$(call say_python,$(VENV))
+	$(if $(DURABLE_JS_GRAPHS),$(MAKE) js-runtime)
 	umask 077 && mkdir -p $(VAR_DIR)
 	umask 077 && $(BIN)/python manage.py migrate --noinput
 	umask 077 && $(BIN)/python manage.py bootstrap
@@ -83,7 +93,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 # The whole suite twice: on SQLite with the embedded broker, then on PostgreSQL + Redis.
-test: install chromium lint
+test: install chromium lint js-runtime
 	$(call say_python,$(VENV))
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python -m pytest

@@ -283,6 +283,9 @@ DURABLE_GRAPHS = {
 # More graphs from the environment, "name=dotted.path,name=dotted.path": the tests
 # register theirs this way, in their own process and in the workers they start.
 DURABLE_GRAPHS.update(item.split("=", 1) for item in _items("DURABLE_EXTRA_GRAPHS"))
+# LangGraph.js graphs, "name=path/to/file.ts:exportName,...": run by a Node process each
+# Python process starts when it first needs one (durable.js). Empty: nothing JS starts.
+DURABLE_JS_GRAPHS = dict(item.split("=", 1) for item in _items("DURABLE_JS_GRAPHS"))
 
 # Encryption at rest for checkpoints and store values (durable.persistence.serde): 16, 24 or 32
 # characters, from the environment only. Metadata stays plain JSON.

@@ -11,6 +11,11 @@ Settings (seconds unless said otherwise):
 
 - ``DURABLE_GRAPHS``: ``{name: "dotted.path.to.build_graph"}``, the graphs runs can name
   (``durable.graphs``). Default: none.
+- ``DURABLE_JS_GRAPHS`` (``{}``): ``{name: "path/to/file.ts:exportName"}``, LangGraph.js
+  graphs (``.js``, ``.mjs`` or ``.ts``), loaded by the Node runtime (``durable.js``,
+  installed by ``make js-runtime``) that a process starts the first time it needs one;
+  empty, nothing JS starts. The project reads it from the environment in the same
+  ``name=path:export,...`` shape as ``DURABLE_EXTRA_GRAPHS``.
 - ``DURABLE_ENCRYPTION_KEY``: encrypt stored values with AES (16, 24 or 32 characters;
   ``durable.persistence.serde``). Default ``""``: not encrypted.
 - ``DURABLE_REDACT_PATHS``: dotted paths of state values masked wherever values leave
@@ -99,6 +104,7 @@ from django.conf import settings
 
 DEFAULTS: dict[str, Any] = {
     "DURABLE_GRAPHS": {},
+    "DURABLE_JS_GRAPHS": {},
     "DURABLE_ENCRYPTION_KEY": "",
     "DURABLE_SERDE_ALLOWLIST": (),
     "DURABLE_REDACT_PATHS": (),
