@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from durable.models import AuditEvent, Tenant
+from tests.helpers.html import described_by, unnamed_descriptions
 from tests.helpers.threads import arrived
 from tests.helpers.users import member
 
@@ -32,7 +33,7 @@ def admin_client(db) -> Client:
 
 
 def field_error(page: str, field: str) -> str:
-    return page.split(f'id="id_{field}-error"', 1)[1].split("</span>", 1)[0]
+    return page.split(f'id="id_{field}_error"', 1)[1].split("</span>", 1)[0]
 
 
 def test_a_tenant_admin_sets_overdue_after_and_the_inbox_follows_it(admin_client):
@@ -103,3 +104,17 @@ def test_an_admin_changes_their_own_tenant_only(db, globex):
     assert Tenant.objects.get(slug="globex").overdue_after == timedelta(minutes=30)
     assert Tenant.default().overdue_after == timedelta(hours=24)
     assert AuditEvent.objects.get(action="tenant_settings").tenant.slug == "globex"
+
+
+def test_the_field_names_the_ids_of_its_help_and_of_its_error(admin_client):
+    page = admin_client.get(URL).content.decode()
+    assert described_by(page)["overdue_after"] == ["id_overdue_after_helptext"]
+    assert unnamed_descriptions(page) == {}
+
+    page = admin_client.post(URL, {"overdue_after": "soon"}).content.decode()
+
+    assert set(described_by(page)["overdue_after"]) == {
+        "id_overdue_after_helptext",
+        "id_overdue_after_error",
+    }
+    assert unnamed_descriptions(page) == {}
