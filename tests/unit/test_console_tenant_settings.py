@@ -118,3 +118,11 @@ def test_the_field_names_the_ids_of_its_help_and_of_its_error(admin_client):
         "id_overdue_after_error",
     }
     assert unnamed_descriptions(page) == {}
+
+
+def test_a_save_says_it_saved_once(admin_client):
+    response = admin_client.post(URL, {"overdue_after": "PT2H"}, follow=True)
+
+    notice = response.content.decode().split('class="notice" role="status">', 1)[1]
+    assert "Saved: overdue after is now 02:00:00." in notice.split("</div>", 1)[0]
+    assert 'class="notice"' not in admin_client.get(URL).content.decode()
