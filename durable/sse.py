@@ -57,6 +57,18 @@ async def _counted(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
             yield chunk
 
 
+# How much of a refused Last-Event-ID a 422 says back: enough to recognise it, and no
+# more, so a header of any length is never echoed whole.
+ECHOED_ID_CHARS = 40
+
+
+def echoed_id(value: str) -> str:
+    """``value`` quoted for an error message, cut to ``ECHOED_ID_CHARS``."""
+    if len(value) <= ECHOED_ID_CHARS:
+        return repr(value)
+    return f"{value[:ECHOED_ID_CHARS]!r}… ({len(value)} characters)"
+
+
 def last_event_id(request) -> int:
     """The seq a reconnecting client already has: its ``Last-Event-ID`` header (sent by
     browsers' EventSource and the SDK on reconnect), else the ``after`` query
@@ -67,5 +79,7 @@ def last_event_id(request) -> int:
     if value == "-1":
         return 0
     if not value.isdigit():
-        raise ValueError(f"Last-Event-ID must be an event id (a whole number), not {value!r}.")
+        raise ValueError(
+            f"Last-Event-ID must be an event id (a whole number), not {echoed_id(value)}."
+        )
     return int(value)

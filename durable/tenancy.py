@@ -98,7 +98,7 @@ def set_overdue_after(
     audited (``tenant_settings``, ``detail``: ``{"overdue_after": [before, after]}`` in
     seconds) in the same transaction. Returns False, writing nothing, when it is the
     value already set. Raises ``django.core.exceptions.ValidationError`` (the model's
-    bounds: more than zero, at most ``OVERDUE_AFTER_MAX``) with nothing changed."""
+    bounds: at least a second, at most ``OVERDUE_AFTER_MAX``) with nothing changed."""
     with transaction.atomic():
         row = Tenant.objects.select_for_update().get(pk=tenant.pk)
         before = row.overdue_after

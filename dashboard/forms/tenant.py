@@ -27,8 +27,10 @@ class TenantSettingsForm(forms.ModelForm):
         labels = {"overdue_after": "Overdue after"}
         help_texts = {
             "overdue_after": (
-                "An interrupt waiting longer than this is marked overdue in the inbox: "
-                "1 00:00:00 for a day, 02:00:00 for two hours, or PT2H."
+                "An interrupt waiting longer than this is marked overdue in the inbox. "
+                "Days hours:minutes:seconds: 1 00:00:00 for a day, 02:00:00 for two "
+                "hours, 00:05:00 for five minutes; or ISO 8601 PT2H. A bare number is "
+                "seconds. At least 1 second."
             )
         }
         error_messages = {

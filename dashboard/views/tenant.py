@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import copy
 
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.duration import duration_string
 from django.views.decorators.http import require_http_methods
 
 from dashboard.forms.tenant import TenantSettingsForm
@@ -32,6 +34,11 @@ def tenant_settings(request):
             form.cleaned_data["overdue_after"],
             requested_by=request.user,
             reason=form.cleaned_data["reason"],
+        )
+        # Said on the page the 303 lands on: without it a save looks like nothing happened.
+        messages.success(
+            request,
+            f"Saved: overdue after is now {duration_string(form.cleaned_data['overdue_after'])}.",
         )
         return see_other(reverse("tenant-settings"))
     context = {"form": form, "tenant": tenant}

@@ -137,6 +137,9 @@ class Run(Answer):
     updated_at: datetime
     status: Literal[RUN_STATUSES]
     metadata: dict[str, Any]
+    # The Agent Server's ``kwargs``: what the run was asked to do with (its input or
+    # command, config, context, stream modes, interrupts before/after).
+    kwargs: dict[str, Any]
     multitask_strategy: Literal[tuple(RunRow.MultitaskStrategy.values)]
     kind: str
     durability: str

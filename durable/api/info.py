@@ -31,11 +31,12 @@ class OkQuery(Schema):
 def server_info(request):
     """``{"version", "langgraph_py_version", "flags", "metadata"}`` as the Agent
     Server's ``ServerInfo``: this server's version, LangGraph's, and the features
-    served (assistants: the registered graphs; no crons)."""
+    served: assistants (the registered graphs) and crons (``/runs/crons``), as the
+    Agent Server's ``meta_info`` says them; no LangSmith tracing."""
     return {
         "version": _version("langgraph-durable-console"),
         "langgraph_py_version": _version("langgraph"),
-        "flags": {"assistants": True, "crons": False, "langsmith": False},
+        "flags": {"assistants": True, "crons": True, "langsmith": False},
         "metadata": {},
     }
 

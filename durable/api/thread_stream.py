@@ -76,10 +76,20 @@ def _resumed_at(request) -> tuple[int, int] | None:
     if (found := EVENT_ID.fullmatch(value)) is None:
         raise ApiError(
             422,
-            f"Last-Event-ID must be an event id of this stream (<run id>-<n>) or -, not {value!r}.",
+            "Last-Event-ID must be an event id of this stream (<run id>-<n>) or -, "
+            f"not {sse.echoed_id(value)}.",
             "Last-Event-ID",
         )
     return int(found[1]), int(found[2])
+
+
+def _resumable(thread: Thread, resumed: tuple[int, int]) -> bool:
+    """Whether the event named is of a run of this thread (or ``-``, before its first).
+    Another id (a run of another thread, or none at all) names no place in this
+    stream: the stream then starts as without the header, as the Agent Server's
+    resumes from where it is for an id it holds nothing after, and later runs stream."""
+    run_pk, _ = resumed
+    return run_pk == 0 or thread.runs.filter(pk=run_pk).exists()
 
 
 def _next_run(thread_pk: int, after: int) -> tuple[bool, Run | None]:
@@ -159,11 +169,12 @@ async def join_thread_stream(request, thread_id: ThreadId, query: Query[ThreadSt
     (repeatable): ``run_modes`` (the default: each run's events in the modes it was
     asked for, then ``metadata`` with ``status`` ``run_done``), ``lifecycle`` (only
     each run's first ``metadata`` and its ``run_done``), ``state_update`` (the
-    thread's values after each run). 422 for a ``Last-Event-ID`` of another shape."""
+    thread's values after each run). A ``Last-Event-ID`` naming no run of this thread
+    starts the stream as without one. 422 for a ``Last-Event-ID`` of another shape."""
     modes = _modes(query)
     resumed = _resumed_at(request)
     thread = await borrow(access.thread, request, thread_id)
-    if resumed is None:
+    if resumed is None or not await borrow(_resumable, thread, resumed):
         after = await borrow(_start_after, thread)
         return sse.response(_thread_events(thread, modes, after))
     return sse.response(_thread_events(thread, modes, *resumed))

@@ -42,14 +42,15 @@ class Tenant(models.Model):
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
     # The inbox marks an interrupt overdue once it has waited this long.
-    # More than zero: a negative one would mark every interrupt overdue at once.
+    # At least a second: zero or a negative one would mark every interrupt overdue at once,
+    # and a fraction of a second is no wait a person could answer within.
     overdue_after = models.DurationField(
         default=timedelta(hours=24),
         help_text="An interrupt waiting longer than this is marked overdue (e.g. 1 00:00:00).",
         validators=[
             MinValueValidator(
                 timedelta(seconds=1),
-                "Overdue after must be more than zero (e.g. 1 00:00:00 for a day).",
+                "Overdue after must be at least 1 second (00:00:01); e.g. 1 00:00:00 for a day.",
             ),
             MaxValueValidator(
                 OVERDUE_AFTER_MAX, f"Overdue after must be at most {OVERDUE_AFTER_MAX.days} days."

@@ -28,8 +28,8 @@ def test_an_operator_makes_disables_enables_and_deletes_a_cron(page, web):
     form.get_by_label("Input").fill('{"user_id": "ada"}')
     form.get_by_role("button", name="Create cron").click()
     # Both bad fields at once, each with its error.
-    expect(page.locator("#id_schedule-error")).to_contain_text("bad minute field '61'")
-    expect(page.locator("#id_timezone-error")).to_contain_text("not an IANA time zone")
+    expect(page.locator("#id_schedule_error")).to_contain_text("bad minute field '61'")
+    expect(page.locator("#id_timezone_error")).to_contain_text("not an IANA time zone")
     shot(page, "crons-field-error")
     assert not Cron.objects.exists()
 

@@ -32,11 +32,20 @@ def test_info_and_ok_answer_without_a_key(web):
     info = httpx.get(f"{web.url}/api/info")
     assert info.status_code == 200
     assert set(info.json()) == {"version", "langgraph_py_version", "flags", "metadata"}
-    assert info.json()["flags"]["assistants"] is True
+    flags = info.json()["flags"]
+    assert flags == {"assistants": True, "crons": True, "langsmith": False}
     assert httpx.get(f"{web.url}/api/ok").json() == {"ok": True}
     assert httpx.get(f"{web.url}/api/ok", params={"check_db": 1}).json() == {"ok": True}
     refused = httpx.get(f"{web.url}/api/ok", params={"check_db": 2})
     assert (refused.status_code, refused.json()["field"]) == (422, "check_db")
+
+
+def test_info_says_crons_are_served_and_they_are(web, api_key):
+    """A client such as Agent Chat UI hides its cron features when flags.crons is
+    false: it is true, since /runs/crons is served."""
+    assert httpx.get(f"{web.url}/api/info").json()["flags"]["crons"] is True
+    found = httpx.post(f"{web.url}/api/runs/crons/search", json={}, headers={"x-api-key": api_key})
+    assert found.status_code == 200 and found.json() == []
 
 
 def test_a_keyed_request_may_send_json_as_text_plain(web, api_key):

@@ -16,6 +16,7 @@ from durable import engine
 from durable.engine import crons
 from durable.models import AuditEvent, Cron, Run, Tenant
 from durable.tasknames import CRON_TASK
+from tests.helpers.html import described_by, unnamed_descriptions
 from tests.helpers.users import member
 
 pytestmark = pytest.mark.django_db
@@ -61,7 +62,7 @@ def test_a_refused_cron_shows_the_error_on_its_field(client, change, field, says
     response = client.post(reverse("crons"), FORM | change)
     assert response.status_code == 400
     page = response.content.decode()
-    error = page.split(f'id="id_{field}-error"', 1)[1].split("</span>", 1)[0]
+    error = page.split(f'id="id_{field}_error"', 1)[1].split("</span>", 1)[0]
     assert says in error, error
     assert f'role="alert">{field}:' not in error  # said once, beside its field
     assert not Cron.objects.exists() and not PeriodicTask.objects.filter(task=CRON_TASK).exists()
@@ -74,11 +75,18 @@ def test_two_bad_fields_are_each_shown_with_their_error(client):
 
     assert response.status_code == 400
     page = response.content.decode()
-    schedule = page.split('id="id_schedule-error"', 1)[1].split("</span>", 1)[0]
-    timezone = page.split('id="id_timezone-error"', 1)[1].split("</span>", 1)[0]
+    schedule = page.split('id="id_schedule_error"', 1)[1].split("</span>", 1)[0]
+    timezone = page.split('id="id_timezone_error"', 1)[1].split("</span>", 1)[0]
     assert "bad minute field &#x27;61&#x27;" in schedule
     assert "timezone &#x27;Mars/Olympus&#x27; is not an IANA time zone" in timezone
     assert not Cron.objects.exists() and not PeriodicTask.objects.filter(task=CRON_TASK).exists()
+
+
+def test_each_field_names_the_ids_of_its_help_and_of_its_error(client):
+    page = client.post(reverse("crons"), FORM | {"schedule": "61 * * * *"}).content.decode()
+
+    assert set(described_by(page)["schedule"]) == {"id_schedule_helptext", "id_schedule_error"}
+    assert unnamed_descriptions(page) == {}
 
 
 def test_disable_enable_and_delete(client):

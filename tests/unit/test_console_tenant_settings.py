@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from durable.models import AuditEvent, Tenant
+from tests.helpers.html import described_by, unnamed_descriptions
 from tests.helpers.threads import arrived
 from tests.helpers.users import member
 
@@ -32,7 +33,7 @@ def admin_client(db) -> Client:
 
 
 def field_error(page: str, field: str) -> str:
-    return page.split(f'id="id_{field}-error"', 1)[1].split("</span>", 1)[0]
+    return page.split(f'id="id_{field}_error"', 1)[1].split("</span>", 1)[0]
 
 
 def test_a_tenant_admin_sets_overdue_after_and_the_inbox_follows_it(admin_client):
@@ -59,8 +60,10 @@ def test_a_tenant_admin_sets_overdue_after_and_the_inbox_follows_it(admin_client
 @pytest.mark.parametrize(
     "value, says",
     [
-        ("0", "more than zero"),
-        ("-1 00:00:00", "more than zero"),
+        ("0", "at least 1 second"),
+        ("-1 00:00:00", "at least 1 second"),
+        # A fraction of a second is refused with the minimum, not as "not more than zero".
+        ("00:00:00.5", "at least 1 second (00:00:01)"),
         ("3651 00:00:00", "at most 3650 days"),
         ("soon", "must be a duration"),
         ("", "is required"),
@@ -103,3 +106,36 @@ def test_an_admin_changes_their_own_tenant_only(db, globex):
     assert Tenant.objects.get(slug="globex").overdue_after == timedelta(minutes=30)
     assert Tenant.default().overdue_after == timedelta(hours=24)
     assert AuditEvent.objects.get(action="tenant_settings").tenant.slug == "globex"
+
+
+def test_the_field_names_the_ids_of_its_help_and_of_its_error(admin_client):
+    page = admin_client.get(URL).content.decode()
+    assert described_by(page)["overdue_after"] == ["id_overdue_after_helptext"]
+    assert unnamed_descriptions(page) == {}
+
+    page = admin_client.post(URL, {"overdue_after": "soon"}).content.decode()
+
+    assert set(described_by(page)["overdue_after"]) == {
+        "id_overdue_after_helptext",
+        "id_overdue_after_error",
+    }
+    assert unnamed_descriptions(page) == {}
+
+
+def test_a_save_says_it_saved_once(admin_client):
+    response = admin_client.post(URL, {"overdue_after": "PT2H"}, follow=True)
+
+    notice = response.content.decode().split('class="notice" role="status">', 1)[1]
+    assert "Saved: overdue after is now 02:00:00." in notice.split("</div>", 1)[0]
+    assert 'class="notice"' not in admin_client.get(URL).content.decode()
+
+
+def test_the_help_says_the_unit_and_a_bare_number_is_seconds(admin_client):
+    help_text = admin_client.get(URL).content.decode().split('id="id_overdue_after_helptext">')[1]
+    help_text = help_text.split("</span>", 1)[0]
+    assert "Days hours:minutes:seconds" in help_text and "A bare number is seconds" in help_text
+    assert "At least 1 second" in help_text
+
+    assert admin_client.post(URL, {"overdue_after": "90"}).status_code == 303
+
+    assert Tenant.default().overdue_after == timedelta(seconds=90)

@@ -246,3 +246,24 @@ def test_a_client_that_goes_away_cancels_the_run_when_asked(client, worker, web,
     draining(third, "cancel")
     release(tmp_path / "3")
     wait_for(lambda: Run.objects.get(pk=third.pk).status == "cancelled")
+
+
+def test_a_run_answers_the_kwargs_it_was_asked_with(client):
+    """The Agent Server's Run carries ``kwargs``: what the run was asked to do with."""
+    thread_id = client.threads.create()["thread_id"]
+    made = client.runs.create(
+        thread_id,
+        "chat",
+        input={"messages": [{"type": "human", "content": "hi"}]},
+        config={"tags": ["billing"]},
+        interrupt_before=["respond"],
+    )
+
+    kwargs = client.runs.get(thread_id, made["run_id"])["kwargs"]
+
+    assert kwargs["input"] == {"messages": [{"type": "human", "content": "hi"}]}
+    assert kwargs["config"]["tags"] == ["billing"]
+    assert kwargs["interrupt_before"] == ["respond"]
+    assert kwargs["command"] is None
+    assert made["kwargs"] == kwargs
+    assert client.runs.list(thread_id)[0]["kwargs"] == kwargs

@@ -93,6 +93,29 @@ def test_a_threads_stream_refuses_an_event_id_of_another_shape(client, web, api_
     )
     assert answer.status_code == 422
     assert "Last-Event-ID" in answer.text
+    # A long one is said back cut, never whole.
+    answer = httpx.get(
+        f"{web.url}/api/threads/{thread_id}/stream",
+        headers={"x-api-key": api_key, "Last-Event-ID": "x" * 4000},
+    )
+    assert answer.status_code == 422 and "Last-Event-ID" in answer.text
+    assert "x" * 41 not in answer.text and "(4000 characters)" in answer.text
+
+
+@pytest.mark.parametrize("named", ["none", "another thread's"])
+def test_an_event_id_of_no_run_of_the_thread_streams_its_next_runs(client, worker, named):
+    other = client.threads.create()["thread_id"]
+    other_run = client.runs.wait(other, "chat", input=HI)
+    thread_id = client.threads.create()["thread_id"]
+    event_id = "999999-0" if named == "none" else f"{client.runs.list(other)[0]['run_id']}-0"
+    assert other_run
+
+    rest = client.threads.join_stream(thread_id, last_event_id=event_id)
+    run = client.runs.create(thread_id, "chat", input=HI)
+
+    streamed = _until_done(rest, 1)
+    assert streamed[0].event == "metadata" and streamed[0].data["run_id"] == run["run_id"]
+    assert streamed[-1].data == {"run_id": run["run_id"], "status": "run_done"}
 
 
 def test_every_stream_names_the_thread_by_the_id_its_client_knows(client, worker):
