@@ -47,14 +47,23 @@ def console(server) -> httpx.Client:
     )
     base = server.url.removesuffix("/api")
     client = httpx.Client(base_url=base, timeout=60)
-    form = client.get("/accounts/login/").text
-    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
+    # With DEBUG off the CSRF and session cookies are Secure, which a client keeps but
+    # sends only over HTTPS; this plain-HTTP stack gets them back in a Cookie header, as
+    # the tests' browsers do with the token they take from the cookie.
+    form = client.get("/accounts/login/")
+    csrf = form.cookies["csrftoken"]
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
     answer = client.post(
         "/accounts/login/",
         data={"username": USER, "password": PASSWORD, "csrfmiddlewaretoken": token},
-        headers={"Referer": f"{base}/accounts/login/"},
+        headers={"Referer": f"{base}/accounts/login/", "Cookie": f"csrftoken={csrf}"},
     )
-    assert answer.status_code == 302, answer.text[:500]
+    assert answer.status_code == 302, re.sub(r"(?s)<style>.*</style>", "", answer.text)[:1500]
+    session = answer.cookies["sessionid"]
+    client.cookies.clear()
+    client.headers["Cookie"] = (
+        f"csrftoken={answer.cookies.get('csrftoken', csrf)}; sessionid={session}"
+    )
     return client
 
 
@@ -97,6 +106,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--clients", type=int, default=2, help="busy clients (the default slots)")
     parser.add_argument("--url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_URL))
+    # The two stacks run one after the other, each flushing it first: one Redis db serves.
+    parser.add_argument("--broker", default=DEFAULT_BROKER)
     args = parser.parse_args()
     write_graphs()
     rows = []
@@ -104,8 +115,7 @@ def main() -> None:
         for slots in ("", "0"):
             name = "ours-pg" + ("-slots0" if slots else "")
             url = args.url + ("_slots0" if slots else "")
-            broker = DEFAULT_BROKER.rsplit("/", 1)[0] + ("/9" if slots else "/8")
-            server = start_ours_pg(url, broker, name, slots)
+            server = start_ours_pg(url, args.broker, name, slots)
             client = console(server)
             page_p50(client, 5)  # warm up
             idle = page_p50(client, args.samples)
