@@ -19,7 +19,6 @@ the page's origin is not the API's and every call is a cross-origin one.
 from __future__ import annotations
 
 import functools
-import hashlib
 import shutil
 import subprocess
 import threading
@@ -30,9 +29,10 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
+from tests.helpers.js_sdk import lock_digest, npm_ci
+
 PACKAGE = Path(__file__).resolve().parents[1] / "chat_ui"
 NODE_MODULES = PACKAGE / "node_modules"
-INSTALL_STAMP = NODE_MODULES / ".durable-lock-sha256"
 TEMPLATE = NODE_MODULES / "create-agent-chat-app" / "templates" / "vite"
 BUILD = settings.VAR_DIR / "chat-ui"
 DIST = BUILD / "dist"
@@ -41,28 +41,12 @@ API_KEY_STORAGE = "lg:chat:apiKey"
 TIMEOUT_SECONDS = 600
 
 
-def _lock_digest() -> str:
-    return hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
-
-
-def _install(digest: str) -> None:
-    if INSTALL_STAMP.exists() and INSTALL_STAMP.read_text() == digest:
-        return
-    subprocess.run(
-        ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=PACKAGE,
-        check=True,
-        timeout=TIMEOUT_SECONDS,
-    )
-    INSTALL_STAMP.write_text(digest)
-
-
 def build() -> Path:
     """The directory of the built UI (``index.html`` and its assets)."""
-    digest = _lock_digest()
+    digest = lock_digest(PACKAGE)
     if BUILD_STAMP.exists() and BUILD_STAMP.read_text() == digest:
         return DIST
-    _install(digest)
+    npm_ci(PACKAGE)
     shutil.rmtree(BUILD, ignore_errors=True)
     shutil.copytree(TEMPLATE, BUILD)
     # The template resolves its imports from a node_modules beside it: ours.

@@ -20,27 +20,34 @@ from durable.models import Tenant
 from durable.tenancy import create_token
 
 JS = Path(__file__).resolve().parents[1] / "js"
-STAMP = JS / "node_modules" / ".durable-lock-sha256"
 # Far longer than a script takes (each scenario has its own, shorter, limit).
 SCRIPT_TIMEOUT_SECONDS = 600
 
 
-def _lock_digest() -> str:
-    return hashlib.sha256((JS / "package-lock.json").read_bytes()).hexdigest()
+def lock_digest(folder: Path) -> str:
+    """The SHA-256 of ``folder``'s ``package-lock.json``, hex."""
+    return hashlib.sha256((folder / "package-lock.json").read_bytes()).hexdigest()
 
 
-def install() -> None:
-    """``npm ci`` unless ``node_modules`` already holds this lock file's packages."""
-    digest = _lock_digest()
-    if STAMP.exists() and STAMP.read_text() == digest:
+def npm_ci(folder: Path) -> None:
+    """``npm ci`` in ``folder`` unless its ``node_modules`` already holds this lock file's
+    packages (a stamp of the lock file's digest says which)."""
+    digest = lock_digest(folder)
+    stamp = folder / "node_modules" / ".durable-lock-sha256"
+    if stamp.exists() and stamp.read_text() == digest:
         return
     subprocess.run(
         ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=JS,
+        cwd=folder,
         check=True,
         timeout=SCRIPT_TIMEOUT_SECONDS,
     )
-    STAMP.write_text(digest)
+    stamp.write_text(digest)
+
+
+def install() -> None:
+    """The JS SDK's packages, from ``tests/js``'s lock file (``npm_ci``)."""
+    npm_ci(JS)
 
 
 def scenario_names(script: str) -> list[str]:

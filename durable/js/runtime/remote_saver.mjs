@@ -3,6 +3,18 @@
 // Node process holds no database credentials. `call(op, fields)` asks the Python side.
 import { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 
+// A checkpoint tuple as the Python side sends it (saver_calls._tuple), in LangGraph.js's
+// field names.
+function checkpointTuple(found) {
+  return {
+    config: found.config,
+    checkpoint: found.checkpoint,
+    metadata: found.metadata,
+    parentConfig: found.parent_config ?? undefined,
+    pendingWrites: found.pending_writes,
+  };
+}
+
 export class RemoteSaver extends BaseCheckpointSaver {
   constructor(call) {
     super();
@@ -12,13 +24,7 @@ export class RemoteSaver extends BaseCheckpointSaver {
   async getTuple(config) {
     const found = await this.call("checkpoint.get_tuple", { config });
     if (!found) return undefined;
-    return {
-      config: found.config,
-      checkpoint: found.checkpoint,
-      metadata: found.metadata,
-      parentConfig: found.parent_config ?? undefined,
-      pendingWrites: found.pending_writes,
-    };
+    return checkpointTuple(found);
   }
 
   async *list(config, options = {}) {
@@ -29,13 +35,7 @@ export class RemoteSaver extends BaseCheckpointSaver {
       filter: options.filter ?? null,
     });
     for (const item of found) {
-      yield {
-        config: item.config,
-        checkpoint: item.checkpoint,
-        metadata: item.metadata,
-        parentConfig: item.parent_config ?? undefined,
-        pendingWrites: item.pending_writes,
-      };
+      yield checkpointTuple(item);
     }
   }
 
