@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 
 from django.conf import settings
 
 from durable import engine
+from durable.engine import inline
 from durable.engine.execution import execute
 from durable.graphs import get_graph
 from durable.models import Run, Thread
@@ -56,8 +58,19 @@ def deployed(version: int, session_worker: WorkerProcess):
         session_worker.resume()
 
 
+# Far longer than a drift graph's run takes.
+SLOT_WAIT_SECONDS = 60
+
+
 def ran(run: Run) -> Run:
-    """``run`` executed in this process, as a worker would; returned fresh."""
+    """``run`` executed in this process, as a worker would; returned fresh. A run that a
+    console request of this process already took into one of its web run slots (a resume
+    the page follows) is that slot's: it is waited for (up to ``SLOT_WAIT_SECONDS``), not
+    claimed again, since a second claim of a run under way only finds it taken and leaves
+    it running."""
+    deadline = time.monotonic() + SLOT_WAIT_SECONDS
+    while run.pk in inline.running() and time.monotonic() < deadline:
+        time.sleep(0.02)
     execute(run.pk, worker="here")
     return Run.objects.get(pk=run.pk)
 
